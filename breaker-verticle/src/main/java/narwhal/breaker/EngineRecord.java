@@ -1,0 +1,41 @@
+package narwhal.breaker;
+
+import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.EngineState;
+import narwhal.common.config.EngineConfig;
+import narwhal.common.fault.FailureClass;
+
+import java.util.EnumMap;
+import java.util.Map;
+
+/** The breaker's view of one engine: placement state and why, streaks per failure class, quarantine end, probe in flight. */
+final class EngineRecord {
+  EngineConfig engine;
+  EngineState state = EngineState.SERVING;
+  String cause;
+  final Map<FailureClass, Integer> streaks = new EnumMap<>(FailureClass.class);
+  long quarantineUntilMs;
+  String probeProducer;
+  String probeCause;
+  boolean probing;
+
+  EngineRecord(EngineConfig engine) {
+    this.engine = engine;
+    for (FailureClass c : FailureClass.values()) streaks.put(c, 0);
+  }
+
+  int bump(FailureClass c) {
+    return streaks.merge(c, 1, Integer::sum);
+  }
+
+  void reset(FailureClass c) {
+    streaks.put(c, 0);
+  }
+
+  JsonObject toJson() {
+    JsonObject s = new JsonObject();
+    streaks.forEach((c, n) -> s.put(c.wireName(), n));
+    return new JsonObject().put("iid", engine.iid()).put("state", state.wireName()).put("cause", cause).put("streaks", s)
+        .put("quarantine_until_ms", quarantineUntilMs == 0 ? null : quarantineUntilMs).put("probing", probing);
+  }
+}

@@ -1,0 +1,22 @@
+package narwhal.common.bus;
+
+/** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN} and {@link #FLEET_CHANGED} cross the cluster. */
+public final class Addresses {
+  /** Request-reply: a {@link ReserveRequest}, answered with a {@link Reservation} or a {@link Failures#NO_ENGINE} failure. */
+  public static final String PLACEMENT_RESERVE = "narwhal.placement.reserve";
+  /** Fire-and-forget: {@code {"id": reservation id}}. */
+  public static final String PLACEMENT_RELEASE = "narwhal.placement.release";
+  /** Request-reply: a snapshot of engines, their states and reservations per phase. */
+  public static final String PLACEMENT_STATE = "narwhal.placement.state";
+  /** Fire-and-forget: a leg outcome for the breaker. */
+  public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
+  /** Request-reply: the breaker's view: each engine's state, cause and streaks per class, and the fleet hold. */
+  public static final String BREAKER_STATE = "narwhal.breaker.state";
+  /** Publish: an engine's placement state changed ({@code {"iid", "state"}}). */
+  public static final String FLEET_CHANGED = "narwhal.fleet.changed";
+  /** Request-reply admin commands (CONTRACT §8.1). */
+  public static final String ADMIN = "narwhal.admin";
+
+  private Addresses() {
+  }
+}

@@ -1,0 +1,69 @@
+package narwhal.common.config;
+
+import io.vertx.core.json.JsonObject;
+import java.net.URI;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * One vLLM engine of the fleet: its id, base URL, the legs it may serve, where it publishes its
+ * attestation, and the NIXL side channel ({@code host:port}, empty when not pinned) its KV cache
+ * is reached through.
+ */
+public record EngineConfig(String iid, String url, Role role, String attestationUrl, String kvSideChannel) {
+
+  static final Set<String> KEYS = Set.of("iid", "url", "role", "attestation_url", "kv_side_channel");
+  static final String URL_EXPECTATION = "an http:// or https:// URL with a host and an optional port";
+
+  public EngineConfig {
+    Objects.requireNonNull(iid, "iid");
+    Objects.requireNonNull(url, "url");
+    Objects.requireNonNull(role, "role");
+    attestationUrl = attestationUrl == null ? "" : attestationUrl;
+    kvSideChannel = kvSideChannel == null ? "" : kvSideChannel;
+  }
+
+  static EngineConfig read(SectionReader r) {
+    return new EngineConfig(
+        r.nonEmptyString("iid", null),
+        r.text("url", null, Addresses::isHttpUrl, URL_EXPECTATION),
+        Role.parse(r.oneOf("role", Role.BOTH.wireName(), Role.WIRE_NAMES)),
+        r.text("attestation_url", "", s -> s.isEmpty() || Addresses.isHttpUrl(s),
+            "\"\" or " + URL_EXPECTATION),
+        r.text("kv_side_channel", "", s -> s.isEmpty() || Addresses.isHostPort(s, true),
+            "\"\" or \"host:port\""));
+  }
+
+  /** The URL's host, without the brackets of an IPv6 literal. */
+  public String host() {
+    String host = URI.create(url).getHost();
+    return host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
+  }
+
+  /** The URL's port, or 443 for https and 80 for http when the URL names none. */
+  public int port() {
+    URI uri = URI.create(url);
+    if (uri.getPort() != -1) {
+      return uri.getPort();
+    }
+    return "https".equals(uri.getScheme()) ? 443 : 80;
+  }
+
+  /** {@code attestation_url}, or the engine's {@code /attestation} endpoint when it is empty. */
+  public String attestationUrlOrDefault() {
+    if (!attestationUrl.isEmpty()) {
+      return attestationUrl;
+    }
+    String base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+    return base + "/attestation";
+  }
+
+  public JsonObject toJson() {
+    return new JsonObject()
+        .put("iid", iid)
+        .put("url", url)
+        .put("role", role.wireName())
+        .put("attestation_url", attestationUrl)
+        .put("kv_side_channel", kvSideChannel);
+  }
+}

@@ -1,0 +1,80 @@
+package narwhal.common.fault;
+
+import io.vertx.core.json.JsonObject;
+
+/**
+ * A classified failure of one engine leg. Futures on the request path fail with it; everything the
+ * router does about a fault (status, retry, breaker evidence, journal) reads {@link #kind()}. Stackless:
+ * it is a value on the hot path, not a bug.
+ */
+public final class EngineFault extends RuntimeException {
+  private final FaultKind kind;
+  private final Phase phase;
+  private final int status;
+  private final String errorType;
+
+  public EngineFault(FaultKind kind, Phase phase, String detail) {
+    this(kind, phase, kind.defaultStatus(), detail, null);
+  }
+
+  public EngineFault(FaultKind kind, Phase phase, int status, String detail, String errorType) {
+    super(detail, null, false, false);
+    this.kind = kind;
+    this.phase = phase;
+    this.status = status;
+    this.errorType = errorType;
+  }
+
+  /** An engine's HTTP error answer, classified by its status; 4xx answers keep the engine's own status. */
+  public static EngineFault ofStatus(Phase phase, int status, String engineMessage) {
+    FaultKind kind = FaultKind.ofEngineStatus(status);
+    int clientStatus = kind == FaultKind.ENGINE_REJECTED ? status : kind.defaultStatus();
+    String detail = kind == FaultKind.ENGINE_REJECTED
+        ? engineMessage
+        : "engine answered HTTP " + status + (engineMessage == null || engineMessage.isEmpty() ? "" : ": " + engineMessage);
+    return new EngineFault(kind, phase, clientStatus, detail, kind == FaultKind.ENGINE_REJECTED ? "invalid_request_error" : null);
+  }
+
+  /** An {@code {"error": …}} object inside a 200 stream: its own status when it is an HTTP error status. */
+  public static EngineFault ofStreamError(Phase phase, JsonObject error) {
+    Object code = error.getValue("code");
+    int status = code instanceof Number n && n.intValue() >= 400 && n.intValue() <= 599 ? n.intValue() : 500;
+    String message = error.getValue("message") instanceof String s ? s : "engine reported an error";
+    String type = error.getValue("type") instanceof String s ? s : null;
+    return new EngineFault(FaultKind.STREAM_ERROR_OBJECT, phase, status, message, type);
+  }
+
+  public FaultKind kind() {
+    return kind;
+  }
+
+  public Phase phase() {
+    return phase;
+  }
+
+  /** The HTTP status a client sees for this fault. */
+  public int status() {
+    return status;
+  }
+
+  public String detail() {
+    return getMessage();
+  }
+
+  /** The error type a client sees: the engine's own for stream error objects and 4xx answers, else the phase. */
+  public String errorType() {
+    return errorType != null ? errorType : phase.wireName();
+  }
+
+  public boolean isTransient() {
+    if (kind == FaultKind.STREAM_ERROR_OBJECT) {
+      return status == 408 || status == 429 || (status >= 500 && status <= 504);
+    }
+    return kind.isTransient();
+  }
+
+  @Override
+  public String toString() {
+    return "EngineFault[" + kind + ", " + phase.wireName() + ", " + status + ", " + getMessage() + "]";
+  }
+}

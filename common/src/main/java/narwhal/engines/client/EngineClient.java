@@ -1,0 +1,202 @@
+package narwhal.engines.client;
+
+import io.netty.channel.ConnectTimeoutException;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpClientRequest;
+import io.vertx.core.http.HttpClientResponse;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.fault.EngineFault;
+import narwhal.common.fault.FaultKind;
+import narwhal.common.fault.Phase;
+import narwhal.engines.connector.DescriptorValidator;
+import narwhal.engines.connector.PrefillResult;
+
+import java.net.ConnectException;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.concurrent.CancellationException;
+
+/**
+ * Runs the two legs of disaggregated execution against vLLM-compatible engines: {@link #prefill} asks a
+ * producer for a one-token completion and returns its validated KV handoff; {@link #decode} sends the
+ * original request with that handoff to a consumer and streams the output back as classified events.
+ * Every failure is an {@link EngineFault} from the one taxonomy. Usable on its own, outside the router.
+ */
+public final class EngineClient {
+  private final Vertx vertx;
+  private final EngineClientOptions options;
+  private final HttpClientAgent http;
+
+  public EngineClient(Vertx vertx, EngineClientOptions options) {
+    this.vertx = vertx;
+    this.options = options;
+    this.http = vertx.createHttpClient(
+        new HttpClientOptions().setConnectTimeout((int) Math.min(Integer.MAX_VALUE, options.connectTimeoutMs()))
+            .setKeepAlive(true).setTcpNoDelay(true),
+        new PoolOptions().setHttp1MaxSize(options.maxConnectionsPerEngine()));
+  }
+
+  /**
+   * Runs a prefill leg: a non-streaming one-token request with {@code do_remote_decode}. Succeeds with the
+   * producer's validated handoff; fails with an {@link EngineFault} of phase prefill.
+   */
+  public Future<PrefillResult> prefill(PrefillCall call) {
+    return prefill(call, Promise.<Void>promise().future());
+  }
+
+  /**
+   * As {@link #prefill(PrefillCall)}, abandoned when {@code cancel} completes first: the upstream request is
+   * reset and the result fails with a {@link CancellationException}.
+   */
+  public Future<PrefillResult> prefill(PrefillCall call, Future<?> cancel) {
+    Instant started = Instant.now();
+    long startedNanos = System.nanoTime();
+    Buffer body = LegBodies.prefill(call.clientBody(), call.model()).toBuffer();
+    Promise<PrefillResult> result = Promise.promise();
+    RequestOptions request = post(call.producerUrl(), call.endpoint(), call.requestId());
+    cancel.onComplete(v -> result.tryFail(new CancellationException("prefill leg cancelled")));
+    long timer = vertx.setTimer(Math.max(1, call.timeoutMs()), t -> result.tryFail(
+        new EngineFault(FaultKind.PREFILL_TIMEOUT, Phase.PREFILL, "prefill did not complete within " + Seconds.of(call.timeoutMs()) + "s")));
+    http.request(request)
+        .compose(req -> {
+          result.future().onFailure(err -> req.reset());
+          return req.send(body);
+        })
+        .compose(resp -> boundedBody(resp, Phase.PREFILL).map(buf -> toPrefillResult(call, resp, buf, started, startedNanos)))
+        .onComplete(ar -> {
+          vertx.cancelTimer(timer);
+          if (ar.succeeded()) result.tryComplete(ar.result());
+          else result.tryFail(classify(ar.cause(), Phase.PREFILL));
+        });
+    return result.future();
+  }
+
+  /**
+   * Opens a decode leg for a handoff made by {@link #prefill}. For a crossed decode the handoff's descriptor
+   * is sent; for a same-worker decode ({@link DecodeCall#sameWorker()}) no transfer parameters are sent at all.
+   * The stream starts at once; attach its handler in the same event-loop turn.
+   */
+  public DecodeStream decode(PrefillResult handoff, DecodeCall call) {
+    JsonObject descriptor = null;
+    if (!call.sameWorker()) {
+      Optional<String> mismatch = DescriptorValidator.checkEndpoint(handoff, call.endpoint());
+      if (mismatch.isPresent()) {
+        return DecodeStream.failed(vertx, new EngineFault(FaultKind.INVALID_DESCRIPTOR, Phase.PREFILL,
+            "invalid handoff descriptor: " + mismatch.get()));
+      }
+      descriptor = handoff.parameters();
+    }
+    Buffer body = LegBodies.decode(call.clientBody(), call.model(), descriptor).toBuffer();
+    DecodeStream stream = new DecodeStream(vertx, call, options.maxEventBytes());
+    http.request(post(call.consumerUrl(), call.endpoint(), call.requestId()))
+        .compose(req -> {
+          stream.attach(req);
+          return req.send(body);
+        })
+        .onSuccess(resp -> {
+          if (resp.statusCode() == 200) {
+            stream.read(resp);
+          } else {
+            boundedBody(resp, Phase.DECODE).onComplete(ar -> stream.fail(ar.succeeded()
+                ? EngineFault.ofStatus(Phase.DECODE, resp.statusCode(), errorMessage(ar.result()))
+                : classify(ar.cause(), Phase.DECODE)));
+          }
+        })
+        .onFailure(err -> stream.fail(classify(err, Phase.DECODE)));
+    return stream;
+  }
+
+  public Future<Void> close() {
+    return http.close();
+  }
+
+  private RequestOptions post(String baseUrl, String endpoint, String requestId) {
+    RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(join(baseUrl, endpoint))
+        .putHeader("content-type", "application/json").putHeader("x-request-id", requestId);
+    if (!this.options.apiKey().isEmpty()) options.putHeader("authorization", "Bearer " + this.options.apiKey());
+    return options;
+  }
+
+  private PrefillResult toPrefillResult(PrefillCall call, HttpClientResponse resp, Buffer buf, Instant started, long startedNanos) {
+    long completedNanos = System.nanoTime();
+    if (resp.statusCode() != 200) throw EngineFault.ofStatus(Phase.PREFILL, resp.statusCode(), errorMessage(buf));
+    JsonObject json;
+    try {
+      json = new JsonObject(buf);
+    } catch (DecodeException | ClassCastException e) {
+      throw new EngineFault(FaultKind.BAD_RESPONSE, Phase.PREFILL, "prefill response is not a JSON object");
+    }
+    Object descriptor = json.getValue("kv_transfer_params");
+    DescriptorValidator.check(descriptor, call.expectations()).ifPresent(reason -> {
+      throw new EngineFault(FaultKind.INVALID_DESCRIPTOR, Phase.PREFILL, "invalid handoff descriptor: " + reason);
+    });
+    return new PrefillResult((JsonObject) descriptor, call.producerUrl(), call.endpoint(), call.requestId(),
+        started, startedNanos, completedNanos);
+  }
+
+  private Future<Buffer> boundedBody(HttpClientResponse resp, Phase phase) {
+    String length = resp.getHeader("content-length");
+    if (length != null) {
+      try {
+        if (Long.parseLong(length.trim()) > options.maxResponseBytes()) return Future.failedFuture(tooLarge(phase));
+      } catch (NumberFormatException ignored) {
+        // a malformed length is the transport's problem; the body read decides
+      }
+    }
+    Promise<Buffer> body = Promise.promise();
+    Buffer acc = Buffer.buffer();
+    resp.handler(chunk -> {
+      if (acc.length() + chunk.length() > options.maxResponseBytes()) {
+        body.tryFail(tooLarge(phase));
+        resp.request().reset();
+      } else {
+        acc.appendBuffer(chunk);
+      }
+    });
+    resp.exceptionHandler(body::tryFail);
+    resp.endHandler(v -> body.tryComplete(acc));
+    return body.future();
+  }
+
+  private EngineFault tooLarge(Phase phase) {
+    return new EngineFault(FaultKind.RESPONSE_TOO_LARGE, phase, "engine response larger than " + options.maxResponseBytes() + " bytes");
+  }
+
+  /** Maps a transport failure to the taxonomy; faults already classified pass through. */
+  static EngineFault classify(Throwable err, Phase phase) {
+    if (err instanceof EngineFault fault) return fault;
+    if (err instanceof ConnectTimeoutException) {
+      return new EngineFault(FaultKind.CONNECT_TIMEOUT, phase, "could not connect to the engine in time");
+    }
+    if (err instanceof ConnectException) {
+      return new EngineFault(FaultKind.CONNECT_ERROR, phase, "could not connect to the engine");
+    }
+    return new EngineFault(FaultKind.CONNECTION_RESET, phase, "engine connection failed before a complete response");
+  }
+
+  /** The engine's own error message, from vLLM's nested or legacy flat error shape. */
+  static String errorMessage(Buffer body) {
+    try {
+      JsonObject json = new JsonObject(body);
+      if (json.getValue("error") instanceof JsonObject err && err.getValue("message") instanceof String m) return m;
+      if (json.getValue("message") instanceof String m) return m;
+      if (json.getValue("detail") instanceof String m) return m;
+    } catch (RuntimeException notJson) {
+      // an error body that is not JSON carries no message we can trust
+    }
+    return "";
+  }
+
+  static String join(String baseUrl, String endpoint) {
+    return baseUrl.endsWith("/") ? baseUrl.substring(0, baseUrl.length() - 1) + endpoint : baseUrl + endpoint;
+  }
+}

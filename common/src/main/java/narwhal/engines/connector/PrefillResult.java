@@ -1,0 +1,77 @@
+package narwhal.engines.connector;
+
+import io.vertx.core.json.JsonObject;
+
+import java.time.Instant;
+import java.util.Objects;
+
+/**
+ * The outcome of a prefill leg: the backend-owned KV handoff descriptor together with the producer URL,
+ * the endpoint it served, the backend request id and the instant the producer HTTP leg started (handoff
+ * age counts from there). Pass it unchanged to {@code EngineClient.decode}; the descriptor is immutable
+ * from outside, {@link #parameters()} hands out detached copies.
+ */
+public final class PrefillResult {
+  private final JsonObject descriptor;
+  private final String producerUrl;
+  private final String endpoint;
+  private final String backendRequestId;
+  private final Instant legStarted;
+  private final long legStartedNanos;
+  private final long legCompletedNanos;
+
+  public PrefillResult(JsonObject descriptor, String producerUrl, String endpoint, String backendRequestId,
+                       Instant legStarted, long legStartedNanos, long legCompletedNanos) {
+    this.descriptor = descriptor == null ? null : descriptor.copy();
+    this.producerUrl = Objects.requireNonNull(producerUrl, "producerUrl");
+    this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+    this.backendRequestId = Objects.requireNonNull(backendRequestId, "backendRequestId");
+    this.legStarted = Objects.requireNonNull(legStarted, "legStarted");
+    this.legStartedNanos = legStartedNanos;
+    this.legCompletedNanos = legCompletedNanos;
+  }
+
+  /** A detached deep copy of the handoff descriptor ({@code kv_transfer_params}); null when the producer sent none. */
+  public JsonObject parameters() {
+    return descriptor == null ? null : descriptor.copy();
+  }
+
+  /** The engine id the producer put in the descriptor, or null. */
+  public String producerEngineId() {
+    return descriptor != null && descriptor.getValue("remote_engine_id") instanceof String s ? s : null;
+  }
+
+  public String producerUrl() {
+    return producerUrl;
+  }
+
+  /** The API path the producer served, e.g. {@code /v1/chat/completions}. */
+  public String endpoint() {
+    return endpoint;
+  }
+
+  /** The {@code x-request-id} the prefill leg carried. */
+  public String backendRequestId() {
+    return backendRequestId;
+  }
+
+  /** Wall-clock instant the producer HTTP leg started. */
+  public Instant legStarted() {
+    return legStarted;
+  }
+
+  /** {@link System#nanoTime()} when the producer HTTP leg started: handoff age is measured from it. */
+  public long legStartedNanos() {
+    return legStartedNanos;
+  }
+
+  /** {@link System#nanoTime()} when the producer HTTP leg completed. */
+  public long legCompletedNanos() {
+    return legCompletedNanos;
+  }
+
+  @Override
+  public String toString() {
+    return "PrefillResult[" + endpoint + ", " + backendRequestId + "]";
+  }
+}

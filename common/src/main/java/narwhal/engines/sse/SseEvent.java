@@ -1,0 +1,26 @@
+package narwhal.engines.sse;
+
+import io.vertx.core.json.JsonObject;
+
+/**
+ * One server-sent event of an OpenAI-style engine stream, classified (CONTRACT §3): generated
+ * {@link Output}, {@link Metadata} (role-only, empty or usage-only frames), an in-stream {@link ErrorFrame},
+ * or the {@link Done} terminator. {@code data} is the event's JSON text as the engine sent it, so a relay
+ * can forward it without re-serialising.
+ */
+public sealed interface SseEvent {
+
+  /** A frame carrying generated text, content, reasoning or a tool-call delta. */
+  record Output(String data, JsonObject frame, String text) implements SseEvent {}
+
+  /** A frame carrying no generated output: role deltas, empty deltas, usage-only frames. */
+  record Metadata(String data, JsonObject frame) implements SseEvent {}
+
+  /** {@code data: {"error": {...}}} inside a stream. */
+  record ErrorFrame(String data, JsonObject error) implements SseEvent {}
+
+  /** {@code data: [DONE]}. */
+  record Done() implements SseEvent {
+    public static final Done INSTANCE = new Done();
+  }
+}

@@ -1,0 +1,131 @@
+package narwhal.sim;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+
+import java.util.UUID;
+
+/**
+ * The inference port's HTTP surface: vLLM's OpenAI-compatible and lifecycle endpoints
+ * ({@code /v1/*}, {@code /health}, {@code /ping}, {@code /version}, {@code /metrics}), the
+ * engine's {@code /attestation}, and the simulator's control API under {@code /sim/}.
+ */
+final class EngineRoutes {
+
+  static final long MAX_BODY_BYTES = 32L << 20;
+
+  private EngineRoutes() {
+  }
+
+  static Router router(Vertx vertx, SimEngine engine) {
+    InferenceHandler inference = new InferenceHandler(engine);
+    Router router = Router.router(vertx);
+    router.post("/v1/completions").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
+      .handler(ctx -> inference.handle(ctx, false));
+    router.post("/v1/chat/completions").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
+      .handler(ctx -> inference.handle(ctx, true));
+    router.get("/v1/models").handler(ctx -> json(ctx, 200, models(engine)));
+    router.get("/health").handler(ctx -> health(ctx, engine));
+    router.get("/ping").handler(ctx -> health(ctx, engine));
+    router.post("/ping").handler(ctx -> health(ctx, engine));
+    router.get("/version").handler(ctx -> json(ctx, 200, new JsonObject().put("version", engine.config().getVersion())));
+    router.get("/metrics").handler(ctx -> ctx.response()
+      .putHeader("content-type", "text/plain; version=0.0.4; charset=utf-8")
+      .end(MetricsText.render(engine)));
+    router.get("/attestation").handler(ctx -> json(ctx, 200, engine.attestation()));
+
+    router.post("/sim/faults").handler(BodyHandler.create().setBodyLimit(1 << 20)).handler(ctx -> addFaults(ctx, engine));
+    router.get("/sim/faults").handler(ctx -> json(ctx, 200, faultList(engine)));
+    router.delete("/sim/faults").handler(ctx -> {
+      engine.faults().clear();
+      json(ctx, 200, faultList(engine));
+    });
+    router.get("/sim/requests").handler(ctx -> json(ctx, 200, engine.log().toJson()));
+    router.delete("/sim/requests").handler(ctx -> {
+      engine.clearRequests();
+      json(ctx, 200, new JsonArray());
+    });
+    router.get("/sim/stats").handler(ctx -> json(ctx, 200, engine.stats()));
+
+    router.errorHandler(404, ctx -> json(ctx, 404, new JsonObject().put("detail", "Not Found")));
+    router.errorHandler(405, ctx -> json(ctx, 405, new JsonObject().put("detail", "Method Not Allowed")));
+    router.errorHandler(413, ctx -> json(ctx, 413, ApiError.envelope("Request body too large", "Request Entity Too Large", null, 413)));
+    router.errorHandler(500, ctx -> json(ctx, 500, ApiError.internal().toJson()));
+    return router;
+  }
+
+  private static void health(RoutingContext ctx, SimEngine engine) {
+    ctx.response().setStatusCode(engine.faults().healthDown() ? 503 : 200).end();
+  }
+
+  private static void addFaults(RoutingContext ctx, SimEngine engine) {
+    Object body;
+    try {
+      body = ctx.body().buffer() == null ? null : io.vertx.core.json.Json.decodeValue(ctx.body().buffer());
+    } catch (RuntimeException e) {
+      body = null;
+    }
+    JsonArray rules = body instanceof JsonObject ? new JsonArray().add(body)
+      : body instanceof JsonArray ? (JsonArray) body : null;
+    if (rules == null) {
+      json(ctx, 400, ApiError.badRequest("body must be a fault rule object or an array of them", null).toJson());
+      return;
+    }
+    try {
+      for (Object rule : rules) {
+        if (!(rule instanceof JsonObject)) {
+          throw new IllegalArgumentException("each fault rule must be an object, got " + rule);
+        }
+        new FaultRule((JsonObject) rule);
+      }
+    } catch (IllegalArgumentException e) {
+      json(ctx, 400, ApiError.badRequest(e.getMessage(), null).toJson());
+      return;
+    }
+    rules.forEach(rule -> engine.faults().add((JsonObject) rule));
+    json(ctx, 200, faultList(engine));
+  }
+
+  private static JsonArray faultList(SimEngine engine) {
+    JsonArray out = new JsonArray();
+    engine.faults().list().forEach(rule -> out.add(rule.toJson()));
+    return out;
+  }
+
+  private static JsonObject models(SimEngine engine) {
+    String model = engine.config().getModel();
+    long now = engine.clock().instant().getEpochSecond();
+    JsonObject permission = new JsonObject()
+      .put("id", "modelperm-" + UUID.randomUUID().toString().replace("-", ""))
+      .put("object", "model_permission")
+      .put("created", now)
+      .put("allow_create_engine", false)
+      .put("allow_sampling", true)
+      .put("allow_logprobs", true)
+      .put("allow_search_indices", false)
+      .put("allow_view", true)
+      .put("allow_fine_tuning", false)
+      .put("organization", "*")
+      .put("group", null)
+      .put("is_blocking", false);
+    JsonObject card = new JsonObject()
+      .put("id", model)
+      .put("object", "model")
+      .put("created", now)
+      .put("owned_by", "vllm")
+      .put("root", model)
+      .put("parent", null)
+      .put("max_model_len", engine.config().getMaxModelLen())
+      .put("permission", new JsonArray().add(permission));
+    return new JsonObject().put("object", "list").put("data", new JsonArray().add(card));
+  }
+
+  private static void json(RoutingContext ctx, int status, Object body) {
+    String encoded = body instanceof JsonObject ? ((JsonObject) body).encode() : ((JsonArray) body).encode();
+    ctx.response().setStatusCode(status).putHeader("content-type", "application/json").end(encoded);
+  }
+}

@@ -1,0 +1,39 @@
+package narwhal.sim;
+
+import io.vertx.core.json.JsonObject;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/** Counters and gauges of one engine, read by {@code /sim/stats}, {@link SimEngine#stats()} and {@code /metrics}. */
+final class EngineStats {
+
+  final AtomicLong requests = new AtomicLong();
+  final AtomicLong handoffsCreated = new AtomicLong();
+  final AtomicLong handoffsFreed = new AtomicLong();
+  final AtomicLong handoffsExpired = new AtomicLong();
+  final AtomicLong kvTransferred = new AtomicLong();
+  final AtomicLong kvRecomputed = new AtomicLong();
+  final AtomicLong kvTransferFailed = new AtomicLong();
+  final AtomicLong promptTokens = new AtomicLong();
+  final AtomicLong generationTokens = new AtomicLong();
+  final AtomicLong running = new AtomicLong();
+  final AtomicLong waiting = new AtomicLong();
+
+  JsonObject toJson(int handoffsHeld, int blocksInUse, int totalBlocks) {
+    return new JsonObject()
+      .put("requests", requests.get())
+      .put("running", running.get())
+      .put("waiting", waiting.get())
+      .put("handoffs_created", handoffsCreated.get())
+      .put("handoffs_held", handoffsHeld)
+      .put("handoffs_freed", handoffsFreed.get())
+      .put("handoffs_expired", handoffsExpired.get())
+      .put("kv_transferred", kvTransferred.get())
+      .put("kv_recomputed", kvRecomputed.get())
+      .put("kv_transfer_failed", kvTransferFailed.get())
+      .put("prompt_tokens", promptTokens.get())
+      .put("generation_tokens", generationTokens.get())
+      .put("blocks_in_use", blocksInUse)
+      .put("total_blocks", totalBlocks);
+  }
+}

@@ -1,0 +1,257 @@
+package narwhal.sim;
+
+import io.vertx.core.json.JsonObject;
+
+import java.util.Set;
+
+/**
+ * One fault to inject: a {@code kind}, the leg it targets ({@code phase}: prefill, decode or
+ * any), how often ({@code count}: the next N matching requests, or {@code probability} p per
+ * matching request; the default is count 1) and the kind's own parameters.
+ *
+ * <p>JSON form (options, {@code POST /sim/faults}): parameters sit beside the reserved keys, e.g.
+ * {@code {"kind":"close_before_done","after":3,"phase":"decode","count":2}}. Header form
+ * ({@code x-sim-fault}, or the body field {@code sim_fault}): {@code kind[;param=value]...}, e.g.
+ * {@code close_before_done;after=3;phase=decode}.
+ */
+public final class FaultRule {
+
+  static final Set<String> PHASES = Set.of("prefill", "decode", "any");
+  static final Set<String> RESERVED = Set.of("kind", "phase", "count", "probability");
+  static final Set<String> BAD_BLOCK_VARIANTS = Set.of("strings", "floats", "booleans", "negative", "not_list", "mixed");
+  static final Set<String> FOREIGN_VARIANTS = Set.of("mooncake", "sglang", "lmcache");
+
+  private final FaultKind type;
+  private String phase = "any";
+  private Integer count;
+  private Double probability;
+  private final JsonObject params = new JsonObject();
+
+  private FaultRule(FaultKind type) {
+    this.type = type;
+  }
+
+  /** A rule of this kind with default targeting (any phase, next request only). */
+  public static FaultRule of(String kind) {
+    return new FaultRule(FaultKind.fromWire(kind));
+  }
+
+  /** Parses and validates the JSON form; throws {@link IllegalArgumentException} when invalid. */
+  public FaultRule(JsonObject json) {
+    Object kind = json.getValue("kind");
+    if (!(kind instanceof String)) {
+      throw new IllegalArgumentException("fault rule needs a string 'kind': " + json.encode());
+    }
+    this.type = FaultKind.fromWire((String) kind);
+    for (String key : json.fieldNames()) {
+      Object value = json.getValue(key);
+      switch (key) {
+        case "kind":
+          break;
+        case "phase":
+          phase(String.valueOf(value));
+          break;
+        case "count":
+          if (value != null) {
+            count(asNumber(key, value).intValue());
+          }
+          break;
+        case "probability":
+          if (value != null) {
+            probability(asNumber(key, value).doubleValue());
+          }
+          break;
+        default:
+          params.put(key, value);
+      }
+    }
+    validateParams();
+  }
+
+  /**
+   * Parses the header form {@code kind[;param=value]...}; numbers become numbers,
+   * {@code true}/{@code false} booleans, anything else stays a string.
+   */
+  public static FaultRule parse(String spec) {
+    if (spec == null || spec.isBlank()) {
+      throw new IllegalArgumentException("empty fault spec");
+    }
+    String[] parts = spec.split(";");
+    JsonObject json = new JsonObject().put("kind", parts[0].trim());
+    for (int i = 1; i < parts.length; i++) {
+      String part = parts[i].trim();
+      if (part.isEmpty()) {
+        continue;
+      }
+      int eq = part.indexOf('=');
+      if (eq <= 0) {
+        throw new IllegalArgumentException("fault parameter '" + part + "' is not name=value");
+      }
+      json.put(part.substring(0, eq).trim(), scalar(part.substring(eq + 1).trim()));
+    }
+    return new FaultRule(json);
+  }
+
+  /** Restricts the rule to {@code prefill}, {@code decode} or {@code any} leg. */
+  public FaultRule phase(String phase) {
+    if (!PHASES.contains(phase)) {
+      throw new IllegalArgumentException("fault phase must be prefill, decode or any, got '" + phase + "'");
+    }
+    this.phase = phase;
+    return this;
+  }
+
+  /** Applies to the next {@code n} matching requests. */
+  public FaultRule count(int n) {
+    if (n < 1) {
+      throw new IllegalArgumentException("fault count must be >= 1, got " + n);
+    }
+    this.count = n;
+    return this;
+  }
+
+  /** Applies to each matching request with probability {@code p} (unlimited unless a count is set too). */
+  public FaultRule probability(double p) {
+    if (!(p >= 0 && p <= 1)) {
+      throw new IllegalArgumentException("fault probability must be within 0..1, got " + p);
+    }
+    this.probability = p;
+    return this;
+  }
+
+  /** Sets a kind parameter such as {@code after}, {@code status}, {@code seconds}, {@code variant}. */
+  public FaultRule param(String name, Object value) {
+    if (RESERVED.contains(name)) {
+      throw new IllegalArgumentException("'" + name + "' is not a parameter");
+    }
+    params.put(name, value);
+    validateParams();
+    return this;
+  }
+
+  public String kind() {
+    return type.wire;
+  }
+
+  public String phase() {
+    return phase;
+  }
+
+  /** Remaining applications, or null when only a probability limits it. */
+  public Integer count() {
+    return count == null && probability == null ? Integer.valueOf(1) : count;
+  }
+
+  public Double probability() {
+    return probability;
+  }
+
+  public JsonObject params() {
+    return params.copy();
+  }
+
+  public JsonObject toJson() {
+    JsonObject json = new JsonObject().put("kind", type.wire).put("phase", phase);
+    Integer remaining = count();
+    if (remaining != null) {
+      json.put("count", remaining);
+    }
+    if (probability != null) {
+      json.put("probability", probability);
+    }
+    return json.mergeIn(params);
+  }
+
+  @Override
+  public String toString() {
+    return toJson().encode();
+  }
+
+  FaultRule copy() {
+    return new FaultRule(toJson());
+  }
+
+  FaultKind type() {
+    return type;
+  }
+
+  boolean matchesPhase(String requestPhase) {
+    return "any".equals(phase) || phase.equals(requestPhase);
+  }
+
+  /** Consumes one application; returns false when the rule is used up afterwards. */
+  boolean consume() {
+    if (count == null && probability == null) {
+      count = 1;
+    }
+    if (count == null) {
+      return true;
+    }
+    count = count - 1;
+    return count > 0;
+  }
+
+  int intParam(String name, int def) {
+    Object v = params.getValue(name);
+    return v instanceof Number ? ((Number) v).intValue() : def;
+  }
+
+  double doubleParam(String name, double def) {
+    Object v = params.getValue(name);
+    return v instanceof Number ? ((Number) v).doubleValue() : def;
+  }
+
+  String stringParam(String name, String def) {
+    Object v = params.getValue(name);
+    return v == null ? def : v.toString();
+  }
+
+  boolean hasParam(String name) {
+    return params.getValue(name) != null;
+  }
+
+  private void validateParams() {
+    for (String numeric : new String[] {"after", "frames", "interval_ms", "seconds", "itl_ms", "status", "code"}) {
+      Object v = params.getValue(numeric);
+      if (v != null && !(v instanceof Number && ((Number) v).doubleValue() >= 0)) {
+        throw new IllegalArgumentException("fault parameter " + numeric + " must be a non-negative number, got " + v);
+      }
+    }
+    if (type == FaultKind.STATUS || type == FaultKind.ERROR_IN_STREAM) {
+      int status = intParam(type == FaultKind.STATUS ? "status" : "code", 500);
+      if (status < 100 || status > 599) {
+        throw new IllegalArgumentException("fault status must be within 100..599, got " + status);
+      }
+    }
+    if (type == FaultKind.DESCRIPTOR_BAD_BLOCK_IDS && hasParam("variant")
+      && !BAD_BLOCK_VARIANTS.contains(stringParam("variant", ""))) {
+      throw new IllegalArgumentException("descriptor_bad_block_ids variant must be one of " + BAD_BLOCK_VARIANTS);
+    }
+    if (type == FaultKind.DESCRIPTOR_FOREIGN_CONNECTOR && hasParam("variant")
+      && !FOREIGN_VARIANTS.contains(stringParam("variant", ""))) {
+      throw new IllegalArgumentException("descriptor_foreign_connector variant must be one of " + FOREIGN_VARIANTS);
+    }
+  }
+
+  private static Number asNumber(String key, Object value) {
+    if (!(value instanceof Number)) {
+      throw new IllegalArgumentException("fault " + key + " must be a number, got " + value);
+    }
+    return (Number) value;
+  }
+
+  private static Object scalar(String text) {
+    if (text.equals("true") || text.equals("false")) {
+      return Boolean.valueOf(text);
+    }
+    try {
+      return Integer.valueOf(text);
+    } catch (NumberFormatException notInt) {
+      try {
+        return Double.valueOf(text);
+      } catch (NumberFormatException notNumber) {
+        return text;
+      }
+    }
+  }
+}

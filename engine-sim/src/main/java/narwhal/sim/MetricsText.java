@@ -1,0 +1,46 @@
+package narwhal.sim;
+
+/**
+ * Renders {@code /metrics} in Prometheus text format with vLLM's metric names and labels
+ * ({@code engine}, {@code model_name}), plus the simulator's own {@code sim:*} KV counters.
+ */
+final class MetricsText {
+
+  private MetricsText() {
+  }
+
+  static String render(SimEngine engine) {
+    EngineStats s = engine.counters();
+    int held = engine.handoffs().held();
+    int inUse = engine.blocks().inUse();
+    double usage = (double) inUse / engine.blocks().total();
+    String labels = "{engine=\"0\",model_name=\"" + escape(engine.config().getModel()) + "\"}";
+    StringBuilder out = new StringBuilder(2048);
+    metric(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", labels, s.running.get());
+    metric(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", labels, s.waiting.get());
+    metric(out, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", labels, usage);
+    metric(out, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", labels, s.promptTokens.get());
+    metric(out, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", labels, s.generationTokens.get());
+    metric(out, "vllm:nixl_num_kv_expired_reqs_total", "counter",
+      "Number of requests whose KV blocks expired before a decode engine read them.", labels, s.handoffsExpired.get());
+    metric(out, "vllm:nixl_num_failed_transfers_total", "counter", "Number of failed NIXL KV transfers.", labels,
+      s.kvTransferFailed.get());
+    metric(out, "sim:kv_transferred_total", "counter", "Decode requests whose KV was pulled from a producer.", labels,
+      s.kvTransferred.get());
+    metric(out, "sim:kv_recomputed_total", "counter", "Decode requests that recomputed their prompt instead.", labels,
+      s.kvRecomputed.get());
+    metric(out, "sim:kv_handoffs_held", "gauge", "KV handoffs held for a decode engine to pull.", labels, held);
+    metric(out, "sim:kv_blocks_in_use", "gauge", "KV cache blocks in use (running requests and held handoffs).", labels, inUse);
+    return out.toString();
+  }
+
+  private static void metric(StringBuilder out, String name, String type, String help, String labels, double value) {
+    out.append("# HELP ").append(name).append(' ').append(help).append('\n')
+      .append("# TYPE ").append(name).append(' ').append(type).append('\n')
+      .append(name).append(labels).append(' ').append(value).append('\n');
+  }
+
+  private static String escape(String value) {
+    return value.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n");
+  }
+}

@@ -1,0 +1,57 @@
+package narwhal.sim;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+
+import java.util.Arrays;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * What a finished prefill leaves behind: the blocks covering its prompt are held for a decode
+ * engine to pull (the rest are freed), and the response gets a {@code kv_transfer_params}
+ * descriptor naming them — shaped, or withheld, by any descriptor or lease fault the request carries.
+ */
+final class PrefillHandoff {
+
+  private PrefillHandoff() {
+  }
+
+  /** Holds or frees {@code blocks} and returns the descriptor (null for {@code descriptor_missing}). */
+  static JsonObject issue(SimEngine engine, InferenceRequest req, int[] blocks, FaultRule fault) {
+    int keep = Math.min(blocks.length, InferenceRequest.blocksFor(req.promptTokens, engine.config().getBlockSize()));
+    int[] kept = Arrays.copyOf(blocks, keep);
+    int[] rest = Arrays.copyOfRange(blocks, keep, blocks.length);
+    String remoteRequestId = req.internalId + "-" + String.format("%08x", ThreadLocalRandom.current().nextInt());
+    JsonObject descriptor = Descriptors.nixl(engine, remoteRequestId, kept, req.promptTokens);
+    FaultKind kind = fault == null ? null : fault.type();
+    boolean held = true;
+    if (kind == FaultKind.DESCRIPTOR_MISSING) {
+      descriptor = null;
+      held = false;
+    } else if (kind == FaultKind.DESCRIPTOR_NO_ENGINE_ID) {
+      descriptor.remove("remote_engine_id");
+    } else if (kind == FaultKind.DESCRIPTOR_BAD_BLOCK_IDS) {
+      descriptor.put("remote_block_ids", Descriptors.badBlockIds(fault.stringParam("variant", "strings"), kept));
+    } else if (kind == FaultKind.DESCRIPTOR_FOREIGN_CONNECTOR) {
+      descriptor = Descriptors.foreign(engine, fault.stringParam("variant", "mooncake"), remoteRequestId);
+      held = false;
+    } else if (kind == FaultKind.DESCRIPTOR_WRONG_SIDE_CHANNEL) {
+      descriptor.put("remote_port", engine.deadPort());
+    }
+    if (held) {
+      engine.handoffs().hold(remoteRequestId, kept, kind == FaultKind.LEASE_EXPIRY);
+      engine.blocks().free(rest);
+    } else {
+      engine.blocks().free(blocks);
+    }
+    return descriptor;
+  }
+
+  static JsonArray blockIdList(int[] ids) {
+    JsonArray list = new JsonArray();
+    for (int id : ids) {
+      list.add(id);
+    }
+    return list;
+  }
+}

@@ -1,0 +1,229 @@
+package narwhal.sim;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
+
+import java.time.Clock;
+import java.util.List;
+
+/**
+ * A simulated vLLM engine that speaks the real wire protocol: OpenAI-compatible completions and
+ * chat (streaming and not), lifecycle endpoints, NIXL pull-mode KV handoffs through a side-channel
+ * server, a latency model, and injectable faults. Tests and demos start it in-process on port 0.
+ *
+ * <p>Generation is deterministic (a function of prompt, seed and temperature), so the same request
+ * gives the same text on any engine, aggregated or disaggregated. Lease expiry of held KV blocks
+ * follows the injected {@link Clock}, so tests drive it instead of waiting.
+ */
+public final class SimEngine {
+
+  private final Vertx vertx;
+  private final SimEngineOptions options;
+  private final Clock clock;
+  private final EngineStats stats = new EngineStats();
+  private final BlockPool blocks;
+  private final HandoffStore handoffs;
+  private final FaultPlan faults;
+  private final RequestLog log;
+  private final PrefillLane lane = new PrefillLane();
+  private final EngineVerticle verticle;
+  private final long startedAt;
+  private volatile KvPuller puller;
+  private volatile String deploymentId;
+
+  private SimEngine(Vertx vertx, SimEngineOptions options, Clock clock) {
+    this.vertx = vertx;
+    this.options = new SimEngineOptions(options);
+    this.clock = clock;
+    this.blocks = new BlockPool(options.getTotalBlocks());
+    this.handoffs = new HandoffStore(clock, blocks, stats, options.getEngineId(), options.getKvLeaseSeconds());
+    this.faults = new FaultPlan(clock);
+    options.getFaults().forEach(rule -> faults.add((JsonObject) rule));
+    this.log = new RequestLog(options.getRequestLogLimit());
+    this.verticle = new EngineVerticle(this);
+    this.startedAt = clock.instant().getEpochSecond();
+  }
+
+  /** Starts an engine whose KV leases follow the system clock. */
+  public static Future<SimEngine> start(Vertx vertx, SimEngineOptions options) {
+    return start(vertx, options, Clock.systemUTC());
+  }
+
+  /** Starts an engine; completes once the inference and side-channel servers both listen. */
+  public static Future<SimEngine> start(Vertx vertx, SimEngineOptions options, Clock clock) {
+    SimEngine engine;
+    try {
+      engine = new SimEngine(vertx, new SimEngineOptions(options).validate(), clock);
+    } catch (RuntimeException e) {
+      return Future.failedFuture(e);
+    }
+    return vertx.deployVerticle(engine.verticle).map(id -> {
+      engine.deploymentId = id;
+      return engine;
+    });
+  }
+
+  public int port() {
+    return verticle.port();
+  }
+
+  /** Base URL of the inference server, e.g. {@code http://127.0.0.1:41234}. */
+  public String url() {
+    return "http://" + advertisedHost() + ":" + port();
+  }
+
+  public int sideChannelPort() {
+    return verticle.sideChannelPort();
+  }
+
+  public String engineId() {
+    return options.getEngineId();
+  }
+
+  public String name() {
+    return options.getName();
+  }
+
+  /** The options this engine runs with, ports resolved to the ones actually bound. */
+  public SimEngineOptions options() {
+    return new SimEngineOptions(options).setPort(port()).setSideChannelPort(sideChannelPort());
+  }
+
+  /**
+   * Every inference request received, oldest first: {@code path}, {@code request_id} (the
+   * {@code x-request-id} header), {@code phase} (prefill or decode), {@code body} as received,
+   * {@code kv} (transferred, recomputed, failed or none) and {@code fault} (the kind applied, or null).
+   */
+  public List<JsonObject> requests() {
+    return log.snapshot();
+  }
+
+  public void clearRequests() {
+    log.clear();
+  }
+
+  /** The engine's fault rules; changes apply to the next requests. */
+  public FaultPlan faults() {
+    return faults;
+  }
+
+  /**
+   * Counters: {@code requests}, {@code running}, {@code waiting}, {@code handoffs_created},
+   * {@code handoffs_held} (held now), {@code handoffs_freed}, {@code handoffs_expired},
+   * {@code kv_transferred}, {@code kv_recomputed}, {@code kv_transfer_failed},
+   * {@code prompt_tokens}, {@code generation_tokens}, {@code blocks_in_use}, {@code total_blocks}.
+   */
+  public JsonObject stats() {
+    int held = handoffs.held();
+    return stats.toJson(held, blocks.inUse(), blocks.total());
+  }
+
+  /** Closes the inference port: new connections are refused until {@link #resumeListening()}. */
+  public Future<Void> stopListening() {
+    return verticle.stopListening();
+  }
+
+  /** Listens again on the same inference port. */
+  public Future<Void> resumeListening() {
+    return verticle.resumeListening();
+  }
+
+  /** Stops both servers and releases everything. */
+  public Future<Void> close() {
+    String id = deploymentId;
+    deploymentId = null;
+    return id == null ? Future.succeededFuture() : vertx.undeploy(id);
+  }
+
+  /** What {@code GET /attestation} reports: identity, KV geometry, connector config, side channel. */
+  public JsonObject attestation() {
+    String kvRole = switch (options.getRole()) {
+      case "prefill" -> "kv_producer";
+      case "decode" -> "kv_consumer";
+      default -> "kv_both";
+    };
+    return new JsonObject()
+      .put("name", options.getName())
+      .put("role", options.getRole())
+      .put("version", options.getVersion())
+      .put("model", options.getModel())
+      .put("dtype", "bfloat16")
+      .put("block_size", options.getBlockSize())
+      .put("num_gpu_blocks", options.getTotalBlocks())
+      .put("max_model_len", options.getMaxModelLen())
+      .put("kv_transfer_config", new JsonObject()
+        .put("kv_connector", "NixlConnector")
+        .put("kv_role", kvRole)
+        .put("engine_id", engineId())
+        .put("kv_load_failure_policy", options.getKvLoadFailurePolicy())
+        .put("kv_connector_extra_config", new JsonObject()
+          .put("kv_lease_duration", options.getKvLeaseSeconds())
+          .put("transfer_mode", "pull")))
+      .put("kv_side_channel", new JsonObject().put("host", advertisedHost()).put("port", sideChannelPort()))
+      .put("started_at", startedAt);
+  }
+
+  @Override
+  public String toString() {
+    return "SimEngine[" + options.getName() + " " + options.getRole() + " " + url() + "]";
+  }
+
+  // ---- package-private collaborators
+
+  /** The live options object (no copy): for the engine's own per-request use. */
+  SimEngineOptions config() {
+    return options;
+  }
+
+  Clock clock() {
+    return clock;
+  }
+
+  EngineStats counters() {
+    return stats;
+  }
+
+  BlockPool blocks() {
+    return blocks;
+  }
+
+  HandoffStore handoffs() {
+    return handoffs;
+  }
+
+  RequestLog log() {
+    return log;
+  }
+
+  PrefillLane lane() {
+    return lane;
+  }
+
+  KvPuller puller() {
+    return puller;
+  }
+
+  void attachPuller(KvPuller puller) {
+    this.puller = puller;
+  }
+
+  int deadPort() {
+    return verticle.deadPort();
+  }
+
+  /** The host put into URLs and descriptors: the bind host, or loopback for a wildcard bind. */
+  String advertisedHost() {
+    String host = options.getHost();
+    return "0.0.0.0".equals(host) || "::".equals(host) ? "127.0.0.1" : host;
+  }
+
+  /** The {@code refuse} fault: stop listening, and resume after {@code seconds} when positive. */
+  void refuse(double seconds) {
+    stopListening().onSuccess(v -> {
+      if (seconds > 0) {
+        vertx.setTimer(Math.max(1, Math.round(seconds * 1000)), t -> resumeListening());
+      }
+    });
+  }
+}

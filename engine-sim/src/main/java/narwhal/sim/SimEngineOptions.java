@@ -1,0 +1,275 @@
+package narwhal.sim;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+
+import java.util.Objects;
+import java.util.Set;
+import java.util.UUID;
+
+/**
+ * Configuration of one simulated vLLM engine: identity (name, role, model, engine id), network
+ * (host, inference port, KV side-channel port), KV cache geometry and lease, latency model and
+ * the fault rules active from the start.
+ *
+ * <p>A Vert.x-style data object: fluent setters, {@code DEFAULT_*} constants, a copy
+ * constructor, a {@link JsonObject} constructor and {@link #toJson()}. JSON keys are the
+ * camelCase property names; snake_case aliases ({@code kv_lease_seconds}) are accepted too.
+ */
+public final class SimEngineOptions {
+
+  public static final String DEFAULT_NAME = "sim";
+  public static final String DEFAULT_ROLE = "both";
+  public static final String DEFAULT_MODEL = "Qwen/Qwen3-0.6B";
+  public static final String DEFAULT_HOST = "127.0.0.1";
+  public static final int DEFAULT_PORT = 0;
+  public static final int DEFAULT_SIDE_CHANNEL_PORT = 0;
+  public static final long DEFAULT_KV_LEASE_SECONDS = 30;
+  public static final int DEFAULT_BLOCK_SIZE = 16;
+  public static final int DEFAULT_TOTAL_BLOCKS = 4096;
+  public static final boolean DEFAULT_FLAT_BLOCK_IDS = false;
+  public static final int DEFAULT_MAX_MODEL_LEN = 4096;
+  public static final String DEFAULT_VERSION = "0.29.0";
+  public static final String DEFAULT_KV_LOAD_FAILURE_POLICY = "recompute";
+  public static final double DEFAULT_TTFT_BASE_MS = 0;
+  public static final double DEFAULT_TTFT_PER_PROMPT_TOKEN_MS = 0;
+  public static final double DEFAULT_ITL_MS = 0;
+  public static final double DEFAULT_ITL_PER_RUNNING_MS = 0;
+  public static final double DEFAULT_KV_TRANSFER_PER_BLOCK_MS = 0;
+  public static final int DEFAULT_REQUEST_LOG_LIMIT = 10_000;
+
+  static final Set<String> ROLES = Set.of("prefill", "decode", "both");
+  static final Set<String> KV_POLICIES = Set.of("recompute", "fail");
+
+  private String name = DEFAULT_NAME;
+  private String role = DEFAULT_ROLE;
+  private String model = DEFAULT_MODEL;
+  private String host = DEFAULT_HOST;
+  private int port = DEFAULT_PORT;
+  private int sideChannelPort = DEFAULT_SIDE_CHANNEL_PORT;
+  private String engineId = UUID.randomUUID().toString();
+  private long kvLeaseSeconds = DEFAULT_KV_LEASE_SECONDS;
+  private int blockSize = DEFAULT_BLOCK_SIZE;
+  private int totalBlocks = DEFAULT_TOTAL_BLOCKS;
+  private boolean flatBlockIds = DEFAULT_FLAT_BLOCK_IDS;
+  private int maxModelLen = DEFAULT_MAX_MODEL_LEN;
+  private String version = DEFAULT_VERSION;
+  private String kvLoadFailurePolicy = DEFAULT_KV_LOAD_FAILURE_POLICY;
+  private double ttftBaseMs = DEFAULT_TTFT_BASE_MS;
+  private double ttftPerPromptTokenMs = DEFAULT_TTFT_PER_PROMPT_TOKEN_MS;
+  private double itlMs = DEFAULT_ITL_MS;
+  private double itlPerRunningMs = DEFAULT_ITL_PER_RUNNING_MS;
+  private double kvTransferPerBlockMs = DEFAULT_KV_TRANSFER_PER_BLOCK_MS;
+  private int requestLogLimit = DEFAULT_REQUEST_LOG_LIMIT;
+  private JsonArray faults = new JsonArray();
+
+  public SimEngineOptions() {
+  }
+
+  public SimEngineOptions(SimEngineOptions other) {
+    this(other.toJson());
+  }
+
+  public SimEngineOptions(JsonObject json) {
+    name = json.getString("name", name);
+    role = json.getString("role", role);
+    model = json.getString("model", model);
+    host = json.getString("host", host);
+    port = intOf(json, "port", null, port);
+    sideChannelPort = intOf(json, "sideChannelPort", "side_channel_port", sideChannelPort);
+    engineId = stringOf(json, "engineId", "engine_id", engineId);
+    kvLeaseSeconds = longOf(json, "kvLeaseSeconds", "kv_lease_seconds", kvLeaseSeconds);
+    blockSize = intOf(json, "blockSize", "block_size", blockSize);
+    totalBlocks = intOf(json, "totalBlocks", "total_blocks", totalBlocks);
+    flatBlockIds = boolOf(json, "flatBlockIds", "flat_block_ids", flatBlockIds);
+    maxModelLen = intOf(json, "maxModelLen", "max_model_len", maxModelLen);
+    version = json.getString("version", version);
+    kvLoadFailurePolicy = stringOf(json, "kvLoadFailurePolicy", "kv_load_failure_policy", kvLoadFailurePolicy);
+    ttftBaseMs = doubleOf(json, "ttftBaseMs", "ttft_base_ms", ttftBaseMs);
+    ttftPerPromptTokenMs = doubleOf(json, "ttftPerPromptTokenMs", "ttft_per_prompt_token_ms", ttftPerPromptTokenMs);
+    itlMs = doubleOf(json, "itlMs", "itl_ms", itlMs);
+    itlPerRunningMs = doubleOf(json, "itlPerRunningMs", "itl_per_running_ms", itlPerRunningMs);
+    kvTransferPerBlockMs = doubleOf(json, "kvTransferPerBlockMs", "kv_transfer_per_block_ms", kvTransferPerBlockMs);
+    requestLogLimit = intOf(json, "requestLogLimit", "request_log_limit", requestLogLimit);
+    JsonArray f = json.getJsonArray("faults");
+    faults = f == null ? new JsonArray() : f.copy();
+  }
+
+  /** Checks ranges and enumerations; throws {@link IllegalArgumentException} naming the key. */
+  public SimEngineOptions validate() {
+    require(name != null && !name.isEmpty(), "name", name, "a non-empty string");
+    require(ROLES.contains(role), "role", role, "prefill, decode or both");
+    require(model != null && !model.isEmpty(), "model", model, "a non-empty string");
+    require(host != null && !host.isEmpty(), "host", host, "a non-empty string");
+    require(port >= 0 && port <= 65535, "port", port, "0..65535");
+    require(sideChannelPort >= 0 && sideChannelPort <= 65535, "sideChannelPort", sideChannelPort, "0..65535");
+    require(engineId != null && !engineId.isEmpty(), "engineId", engineId, "a non-empty string");
+    require(kvLeaseSeconds >= 0, "kvLeaseSeconds", kvLeaseSeconds, ">= 0");
+    require(blockSize >= 1, "blockSize", blockSize, ">= 1");
+    require(totalBlocks >= 1, "totalBlocks", totalBlocks, ">= 1");
+    require(maxModelLen >= 1, "maxModelLen", maxModelLen, ">= 1");
+    require(KV_POLICIES.contains(kvLoadFailurePolicy), "kvLoadFailurePolicy", kvLoadFailurePolicy, "recompute or fail");
+    require(ttftBaseMs >= 0, "ttftBaseMs", ttftBaseMs, ">= 0");
+    require(ttftPerPromptTokenMs >= 0, "ttftPerPromptTokenMs", ttftPerPromptTokenMs, ">= 0");
+    require(itlMs >= 0, "itlMs", itlMs, ">= 0");
+    require(itlPerRunningMs >= 0, "itlPerRunningMs", itlPerRunningMs, ">= 0");
+    require(kvTransferPerBlockMs >= 0, "kvTransferPerBlockMs", kvTransferPerBlockMs, ">= 0");
+    require(requestLogLimit >= 0, "requestLogLimit", requestLogLimit, ">= 0 (0 = unlimited)");
+    for (Object rule : faults) {
+      require(rule instanceof JsonObject, "faults", rule, "an array of fault rule objects");
+      new FaultRule((JsonObject) rule);
+    }
+    return this;
+  }
+
+  public JsonObject toJson() {
+    return new JsonObject()
+      .put("name", name)
+      .put("role", role)
+      .put("model", model)
+      .put("host", host)
+      .put("port", port)
+      .put("sideChannelPort", sideChannelPort)
+      .put("engineId", engineId)
+      .put("kvLeaseSeconds", kvLeaseSeconds)
+      .put("blockSize", blockSize)
+      .put("totalBlocks", totalBlocks)
+      .put("flatBlockIds", flatBlockIds)
+      .put("maxModelLen", maxModelLen)
+      .put("version", version)
+      .put("kvLoadFailurePolicy", kvLoadFailurePolicy)
+      .put("ttftBaseMs", ttftBaseMs)
+      .put("ttftPerPromptTokenMs", ttftPerPromptTokenMs)
+      .put("itlMs", itlMs)
+      .put("itlPerRunningMs", itlPerRunningMs)
+      .put("kvTransferPerBlockMs", kvTransferPerBlockMs)
+      .put("requestLogLimit", requestLogLimit)
+      .put("faults", faults.copy());
+  }
+
+  public String getName() { return name; }
+  public SimEngineOptions setName(String name) { this.name = name; return this; }
+
+  /** {@code prefill}, {@code decode} or {@code both}; reported in attestation, not enforced. */
+  public String getRole() { return role; }
+  public SimEngineOptions setRole(String role) { this.role = role; return this; }
+
+  public String getModel() { return model; }
+  public SimEngineOptions setModel(String model) { this.model = model; return this; }
+
+  public String getHost() { return host; }
+  public SimEngineOptions setHost(String host) { this.host = host; return this; }
+
+  /** Inference HTTP port; 0 picks a random free port. */
+  public int getPort() { return port; }
+  public SimEngineOptions setPort(int port) { this.port = port; return this; }
+
+  /** KV side-channel port (the simulated NIXL handshake/pull); 0 picks a random free port. */
+  public int getSideChannelPort() { return sideChannelPort; }
+  public SimEngineOptions setSideChannelPort(int sideChannelPort) { this.sideChannelPort = sideChannelPort; return this; }
+
+  public String getEngineId() { return engineId; }
+  public SimEngineOptions setEngineId(String engineId) { this.engineId = engineId; return this; }
+
+  /** Lease of produced KV blocks, in seconds of the engine's clock; 0 = never expires. */
+  public long getKvLeaseSeconds() { return kvLeaseSeconds; }
+  public SimEngineOptions setKvLeaseSeconds(long kvLeaseSeconds) { this.kvLeaseSeconds = kvLeaseSeconds; return this; }
+
+  public int getBlockSize() { return blockSize; }
+  public SimEngineOptions setBlockSize(int blockSize) { this.blockSize = blockSize; return this; }
+
+  public int getTotalBlocks() { return totalBlocks; }
+  public SimEngineOptions setTotalBlocks(int totalBlocks) { this.totalBlocks = totalBlocks; return this; }
+
+  /** When true, {@code remote_block_ids} is a flat {@code [int]} (older NIXL) instead of {@code [[int]]}. */
+  public boolean isFlatBlockIds() { return flatBlockIds; }
+  public SimEngineOptions setFlatBlockIds(boolean flatBlockIds) { this.flatBlockIds = flatBlockIds; return this; }
+
+  public int getMaxModelLen() { return maxModelLen; }
+  public SimEngineOptions setMaxModelLen(int maxModelLen) { this.maxModelLen = maxModelLen; return this; }
+
+  public String getVersion() { return version; }
+  public SimEngineOptions setVersion(String version) { this.version = version; return this; }
+
+  /** {@code recompute} (silently prefill locally) or {@code fail} (500 / error frame) on a KV transfer error. */
+  public String getKvLoadFailurePolicy() { return kvLoadFailurePolicy; }
+  public SimEngineOptions setKvLoadFailurePolicy(String kvLoadFailurePolicy) { this.kvLoadFailurePolicy = kvLoadFailurePolicy; return this; }
+
+  public double getTtftBaseMs() { return ttftBaseMs; }
+  public SimEngineOptions setTtftBaseMs(double ttftBaseMs) { this.ttftBaseMs = ttftBaseMs; return this; }
+
+  public double getTtftPerPromptTokenMs() { return ttftPerPromptTokenMs; }
+  public SimEngineOptions setTtftPerPromptTokenMs(double ms) { this.ttftPerPromptTokenMs = ms; return this; }
+
+  public double getItlMs() { return itlMs; }
+  public SimEngineOptions setItlMs(double itlMs) { this.itlMs = itlMs; return this; }
+
+  public double getItlPerRunningMs() { return itlPerRunningMs; }
+  public SimEngineOptions setItlPerRunningMs(double itlPerRunningMs) { this.itlPerRunningMs = itlPerRunningMs; return this; }
+
+  public double getKvTransferPerBlockMs() { return kvTransferPerBlockMs; }
+  public SimEngineOptions setKvTransferPerBlockMs(double ms) { this.kvTransferPerBlockMs = ms; return this; }
+
+  /** Most entries kept by {@link SimEngine#requests()} (oldest dropped first); 0 = unlimited. */
+  public int getRequestLogLimit() { return requestLogLimit; }
+  public SimEngineOptions setRequestLogLimit(int requestLogLimit) { this.requestLogLimit = requestLogLimit; return this; }
+
+  /** Fault rules (see {@link FaultRule}) installed when the engine starts. */
+  public JsonArray getFaults() { return faults; }
+  public SimEngineOptions setFaults(JsonArray faults) { this.faults = faults == null ? new JsonArray() : faults; return this; }
+  public SimEngineOptions addFault(JsonObject rule) { faults.add(rule); return this; }
+
+  @Override
+  public String toString() {
+    return toJson().encode();
+  }
+
+  private static void require(boolean ok, String key, Object value, String expected) {
+    if (!ok) {
+      throw new IllegalArgumentException("invalid engine option " + key + "=" + value + ": expected " + expected);
+    }
+  }
+
+  private static Object valueOf(JsonObject json, String key, String alias) {
+    Object v = json.getValue(key);
+    if (v == null && alias != null) {
+      v = json.getValue(alias);
+    }
+    return v;
+  }
+
+  private static String stringOf(JsonObject json, String key, String alias, String def) {
+    Object v = valueOf(json, key, alias);
+    return v == null ? def : v.toString();
+  }
+
+  private static int intOf(JsonObject json, String key, String alias, int def) {
+    Object v = valueOf(json, key, alias);
+    return v instanceof Number ? ((Number) v).intValue() : def;
+  }
+
+  private static long longOf(JsonObject json, String key, String alias, long def) {
+    Object v = valueOf(json, key, alias);
+    return v instanceof Number ? ((Number) v).longValue() : def;
+  }
+
+  private static double doubleOf(JsonObject json, String key, String alias, double def) {
+    Object v = valueOf(json, key, alias);
+    return v instanceof Number ? ((Number) v).doubleValue() : def;
+  }
+
+  private static boolean boolOf(JsonObject json, String key, String alias, boolean def) {
+    Object v = valueOf(json, key, alias);
+    return v instanceof Boolean ? (Boolean) v : def;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof SimEngineOptions && toJson().equals(((SimEngineOptions) o).toJson());
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(name, engineId, port);
+  }
+}

@@ -1,0 +1,31 @@
+package narwhal.launcher;
+
+import narwhal.common.config.NarwhalConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+
+import java.util.concurrent.Callable;
+
+/** {@code narwhal demo}: the router plus the embedded simulated fleet of {@code conf/narwhal.json}, and a request to try. */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+    description = "Run the router with an embedded simulated fleet (2 prefill + 2 decode engines by default).")
+final class DemoCommand implements Callable<Integer> {
+  @Mixin
+  ServeOptions options = new ServeOptions();
+
+  @Override
+  public Integer call() {
+    NarwhalConfig config = FleetFile.load(options.fleet);
+    NarwhalNode node = Blocking.await(NarwhalNode.start(config, options.mode(), System.out::println));
+    System.out.println();
+    System.out.println("narwhal demo serving " + config.model() + " on port " + node.port() + ". Try:");
+    System.out.println("  curl -s localhost:" + node.port() + "/v1/completions -H 'content-type: application/json' \\");
+    System.out.println("    -d '{\"model\": \"" + config.model() + "\", \"prompt\": \"The narwhal is\", \"max_tokens\": 8}'");
+    System.out.println("  curl -sN localhost:" + node.port() + "/v1/chat/completions -H 'content-type: application/json' \\");
+    System.out.println("    -d '{\"model\": \"" + config.model() + "\", \"messages\": [{\"role\": \"user\", \"content\": \"hello\"}], \"stream\": true}'");
+    System.out.println("  curl -s localhost:" + node.port() + "/narwhal/state");
+    System.out.println("Ctrl-C stops it.");
+    Blocking.parkUntilInterrupted(() -> Blocking.await(node.close()));
+    return 0;
+  }
+}

@@ -1,0 +1,28 @@
+package narwhal.launcher;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code narwhal} command line: one runnable jar, one subcommand per job. */
+@Command(name = "narwhal", mixinStandardHelpOptions = true, version = "narwhal 0.1.0",
+    description = "A router for disaggregated LLM inference (prefill on one vLLM engine, decode on another).",
+    subcommands = {SimCommand.class, DemoCommand.class, ServeCommand.class, PreflightCommand.class, CommandLine.HelpCommand.class})
+public final class NarwhalCommand implements Runnable {
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(System.out);
+  }
+
+  public static void main(String[] args) {
+    CommandLine cli = new CommandLine(new NarwhalCommand());
+    cli.setExecutionExceptionHandler((ex, commandLine, parseResult) -> {
+      if (!(ex instanceof CommandFailure)) throw ex;
+      commandLine.getErr().println("narwhal: " + ex.getMessage());
+      return 2;
+    });
+    System.exit(cli.execute(args));
+  }
+}

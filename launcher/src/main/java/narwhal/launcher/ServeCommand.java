@@ -1,0 +1,23 @@
+package narwhal.launcher;
+
+import narwhal.common.config.NarwhalConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+
+import java.util.concurrent.Callable;
+
+/** {@code narwhal serve}: one router replica in front of the fleet the fleet file names. */
+@Command(name = "serve", mixinStandardHelpOptions = true, description = "Run a router replica for the fleet in --fleet.")
+final class ServeCommand implements Callable<Integer> {
+  @Mixin
+  ServeOptions options = new ServeOptions();
+
+  @Override
+  public Integer call() {
+    NarwhalConfig config = FleetFile.load(options.fleet);
+    NarwhalNode node = Blocking.await(NarwhalNode.start(config, options.mode(), System.out::println));
+    System.out.println("narwhal serving " + config.model() + " on port " + node.port());
+    Blocking.parkUntilInterrupted(() -> Blocking.await(node.close()));
+    return 0;
+  }
+}

@@ -1,0 +1,54 @@
+package narwhal.router;
+
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.JsonObject;
+
+/**
+ * An error answered before any output, in the OpenAI/vLLM shape {@code {"error": {message, type, param, code}}}
+ * (CONTRACT §1). {@code reason} is what the journal and metrics record; {@code retryAfter} adds
+ * {@code Retry-After: 1}.
+ */
+public record EdgeError(int status, String type, String message, String param, Object code, String reason, boolean retryAfter) {
+
+  public static EdgeError invalid(String message, String param) {
+    return new EdgeError(400, "invalid_request_error", message, param, null, "invalid_request", false);
+  }
+
+  public static EdgeError modelNotFound(String model) {
+    return new EdgeError(404, "invalid_request_error", "The model `" + model + "` does not exist.", "model", "model_not_found",
+        "model_not_found", false);
+  }
+
+  public static EdgeError tooLarge(long limit) {
+    return new EdgeError(413, "request_too_large", "request body larger than " + limit + " bytes", null, null, "request_too_large", false);
+  }
+
+  public static EdgeError overloaded() {
+    return new EdgeError(429, "server_overloaded_error", "router in-flight limit reached", null, null, "in_flight_limit", true);
+  }
+
+  public static EdgeError noEngine(boolean dispatched) {
+    return new EdgeError(503, dispatched ? "backend_unavailable" : "no_schedulable_engines", "Engine capacity is unavailable",
+        null, null, "no_engine", true);
+  }
+
+  public static EdgeError standby() {
+    return new EdgeError(503, "standby", "the fleet is held for a whole-wave restart", null, null, "fleet_hold", true);
+  }
+
+  public static EdgeError deadline() {
+    return new EdgeError(504, "request_expired", "original request deadline expired", null, null, "request_deadline", false);
+  }
+
+  public JsonObject body() {
+    return new JsonObject().put("error", new JsonObject().put("message", message).put("type", type).put("param", param)
+        .put("code", code == null ? status : code));
+  }
+
+  public void send(HttpServerResponse response) {
+    if (response.headWritten() || response.ended() || response.closed()) return;
+    response.setStatusCode(status).putHeader("content-type", "application/json");
+    if (retryAfter) response.putHeader("retry-after", "1");
+    response.end(body().toBuffer());
+  }
+}

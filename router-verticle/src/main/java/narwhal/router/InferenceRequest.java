@@ -1,0 +1,14 @@
+package narwhal.router;
+
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.JsonObject;
+
+import java.time.Instant;
+
+/**
+ * An admitted client request: router id, the client's own id, the endpoint, the validated body (client
+ * {@code kv_transfer_params} already removed), whether the client streams, and when it arrived.
+ */
+record InferenceRequest(String rid, String clientRid, String endpoint, boolean chat, JsonObject body, boolean stream,
+                        HttpServerResponse response, Instant arrived, long arrivedNanos) {
+}

@@ -1,0 +1,44 @@
+package narwhal.router;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.Addresses;
+import narwhal.common.bus.LegOutcome;
+import narwhal.common.bus.Reservation;
+import narwhal.common.bus.ReserveRequest;
+
+/** The router's side of the local bus: reservations from placement, leg outcomes to the breaker. */
+final class PlacementClient {
+  private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
+
+  private final Vertx vertx;
+
+  PlacementClient(Vertx vertx) {
+    this.vertx = vertx;
+  }
+
+  /** Fails with the placement's {@code ReplyException} (e.g. {@code NO_ENGINE}) when no engine can take the phase. */
+  Future<Reservation> reserve(ReserveRequest request) {
+    return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_RESERVE, request.toJson(), LOCAL)
+        .map(msg -> Reservation.fromJson(msg.body()));
+  }
+
+  void release(Reservation reservation) {
+    vertx.eventBus().send(Addresses.PLACEMENT_RELEASE, new JsonObject().put("id", reservation.id()), LOCAL);
+  }
+
+  void report(LegOutcome outcome) {
+    vertx.eventBus().send(Addresses.BREAKER_OUTCOME, outcome.toJson(), LOCAL);
+  }
+
+  /** The breaker's view (states, causes, streaks); fails when no breaker runs here. */
+  Future<JsonObject> breakerState() {
+    return vertx.eventBus().<JsonObject>request(Addresses.BREAKER_STATE, new JsonObject(), LOCAL).map(msg -> msg.body());
+  }
+
+  Future<JsonObject> state() {
+    return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(), LOCAL).map(msg -> msg.body());
+  }
+}

@@ -1,0 +1,292 @@
+package narwhal.router;
+
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.Failures;
+import narwhal.common.bus.LegOutcome;
+import narwhal.common.bus.Reservation;
+import narwhal.common.bus.ReserveRequest;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.common.fault.EngineFault;
+import narwhal.common.fault.FaultKind;
+import narwhal.common.fault.Phase;
+import narwhal.engines.client.DecodeCall;
+import narwhal.engines.client.DecodeEnd;
+import narwhal.engines.client.DecodeStream;
+import narwhal.engines.client.PrefillCall;
+import narwhal.engines.connector.HandoffExpectations;
+import narwhal.engines.connector.PrefillResult;
+import narwhal.engines.sse.SseEvent;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+
+/**
+ * One client request from admission to its single terminal outcome. It owns the deadline, the attempts
+ * (prefill → validated handoff → decode), the reservations, the open legs, the retry decision and the
+ * journal row; every ending goes through {@link #finish}, which releases everything exactly once.
+ * Confined to the event loop of the client's connection.
+ */
+final class RequestLifecycle {
+  private final RouterContext ctx;
+  private final NarwhalConfig cfg;
+  private final InferenceRequest request;
+  private final ClientSink sink;
+  private final Runnable onFinish;
+  private final Set<Reservation> held = new LinkedHashSet<>();
+  private final Set<String> excluded = new HashSet<>();
+  private final List<JsonObject> attemptFailures = new ArrayList<>();
+  private final Promise<Void> cancelLegs = Promise.promise();
+  private final long deadlineNanos;
+  private long deadlineTimer = -1;
+  private long backoffTimer = -1;
+  private int attempt;
+  private boolean dispatched;
+  private boolean done;
+  private DecodeStream decode;
+  private Attempt current;
+  private long ttftNanos = -1;
+  private long firstByteNanos = -1;
+
+  /** The engines and handoff of one attempt. */
+  private static final class Attempt {
+    final int number;
+    Reservation producer;
+    Reservation consumer;
+    PrefillResult handoff;
+    boolean decodeOutput;
+
+    Attempt(int number) {
+      this.number = number;
+    }
+  }
+
+  RequestLifecycle(RouterContext ctx, InferenceRequest request, ClientSink sink, Runnable onFinish) {
+    this.ctx = ctx;
+    this.cfg = ctx.config().get();
+    this.request = request;
+    this.sink = sink;
+    this.onFinish = onFinish;
+    this.deadlineNanos = request.arrivedNanos() + cfg.serving().requestTimeoutMs() * 1_000_000;
+  }
+
+  void start() {
+    deadlineTimer = ctx.vertx().setTimer(Math.max(1, remainingMs()), t -> expire());
+    request.response().closeHandler(v -> cancelled());
+    runAttempt();
+  }
+
+  private void runAttempt() {
+    Attempt a = new Attempt(++attempt);
+    current = a;
+    reserve(Phase.PREFILL, null)
+        .compose(producer -> prefill(a, producer))
+        .compose(handoff -> reserve(Phase.DECODE, a.producer.iid()).map(consumer -> {
+          a.consumer = consumer;
+          return handoff;
+        }))
+        .compose(handoff -> decode(a, handoff))
+        .onSuccess(end -> completed(a, end))
+        .onFailure(err -> attemptFailed(a, err));
+  }
+
+  private Future<Reservation> reserve(Phase phase, String avoid) {
+    if (done) return Future.failedFuture(new CancellationException());
+    return ctx.placement().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid))
+        .onSuccess(held::add);
+  }
+
+  private Future<PrefillResult> prefill(Attempt a, Reservation producer) {
+    a.producer = producer;
+    if (attempt > 1) ctx.retryBudget().trySpend();
+    dispatched = true;
+    ctx.metrics().prefillAttempt();
+    PrefillCall call = new PrefillCall(producer.url(), request.endpoint(), request.body(), cfg.model(),
+        request.rid() + "-a" + a.number + "-prefill", Math.min(cfg.serving().prefillTimeoutMs(), Math.max(1, remainingMs())),
+        expectations(producer.iid()));
+    return ctx.engines().prefill(call, cancelLegs.future())
+        .onComplete(ar -> release(producer))
+        .onSuccess(handoff -> {
+          a.handoff = handoff;
+          ttftNanos = handoff.legCompletedNanos() - request.arrivedNanos();
+          ctx.placement().report(LegOutcome.success(producer.iid(), Phase.PREFILL));
+        });
+  }
+
+  private HandoffExpectations expectations(String producerIid) {
+    EngineFacts.Facts facts = ctx.facts().get(producerIid);
+    String connector = cfg.engine().connector();
+    return new HandoffExpectations(HandoffExpectations.DEFAULT_TRANSFER_MODE,
+        facts.connector() != null ? facts.connector() : connector, connector, facts.sideChannel());
+  }
+
+  private Future<DecodeEnd> decode(Attempt a, PrefillResult handoff) {
+    long boundMs = ctx.facts().handoffBoundMs(a.producer.iid(), cfg.engine().kvLeaseS());
+    long ageMs = (System.nanoTime() - handoff.legStartedNanos()) / 1_000_000;
+    if (boundMs > 0 && ageMs > boundMs) {
+      return Future.failedFuture(new EngineFault(FaultKind.HANDOFF_EXPIRED, Phase.DECODE, 504,
+          "KV handoff expired before decode dispatch", "handoff_expired"));
+    }
+    ctx.metrics().decodeAttempt();
+    boolean sameWorker = a.consumer.iid().equals(a.producer.iid());
+    DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), cfg.model(),
+        request.rid() + "-a" + a.number + "-decode", sameWorker,
+        Math.min(cfg.engine().firstTokenTimeoutMs(), Math.max(1, remainingMs())), cfg.engine().decodeReadTimeoutMs());
+    decode = ctx.engines().decode(handoff, call);
+    decode.handler(event -> relay(a, event));
+    return decode.end().onComplete(ar -> release(a.consumer));
+  }
+
+  private void relay(Attempt a, SseEvent event) {
+    if (done) return;
+    if (event instanceof SseEvent.Output output) {
+      if (!a.decodeOutput) {
+        a.decodeOutput = true;
+        firstByteNanos = System.nanoTime() - request.arrivedNanos();
+      }
+      sink.output(output);
+    } else if (event instanceof SseEvent.Metadata metadata) {
+      sink.metadata(metadata);
+    }
+    DecodeStream stream = decode;
+    if (sink.congested(stream::resume)) stream.pause();
+  }
+
+  private void completed(Attempt a, DecodeEnd end) {
+    if (done) return;
+    ctx.placement().report(LegOutcome.success(a.consumer.iid(), Phase.DECODE));
+    sink.complete(end);
+    ctx.retryBudget().completed();
+    ctx.metrics().served(attempt > 1);
+    finish("completed", null, 200, null);
+  }
+
+  private void attemptFailed(Attempt a, Throwable err) {
+    if (done) return;
+    if (err instanceof ReplyException reply) {
+      noEngine(reply);
+      return;
+    }
+    EngineFault fault = err instanceof EngineFault f ? f
+        : new EngineFault(FaultKind.BAD_RESPONSE, Phase.DECODE, "unexpected router failure: " + err.getMessage());
+    String engineIid = fault.phase() == Phase.PREFILL ? a.producer.iid() : a.consumer == null ? null : a.consumer.iid();
+    reportFailure(a, fault, engineIid);
+    if (fault.phase() == Phase.PREFILL) {
+      excluded.add(a.producer.iid());
+    } else if (!a.decodeOutput && fault.kind() != FaultKind.HANDOFF_EXPIRED) {
+      excluded.add(a.producer.iid());
+      if (a.consumer != null) excluded.add(a.consumer.iid());
+    }
+    boolean transientFault = fault.isTransient() && !a.decodeOutput;
+    long backoffMs = RetryDecision.backoffMs(ctx.jitter().getAsDouble(), a.number, cfg.serving().retryBaseMs(), cfg.serving().retryCapMs());
+    String retryReason = RetryDecision.decide(new RetryDecision.Facts(dispatched, sink.committed(), a.number,
+        cfg.serving().maxAttempts(), transientFault, backoffMs, remainingMs(), ctx.retryBudget().available()));
+    boolean retry = RetryDecision.ALLOWED.equals(retryReason);
+    attemptFailures.add(new JsonObject().put("attempt", a.number).put("phase", fault.phase().wireName())
+        .put("reason", fault.kind().reason()).put("prefill_iid", a.producer.iid())
+        .put("decode_iid", a.consumer == null ? null : a.consumer.iid()).put("status", fault.status())
+        .put("transient", transientFault).put("output_started", sink.committed()).put("retry_reason", retryReason)
+        .put("backoff_s", retry ? backoffMs / 1000.0 : null).put("error_message", fault.detail()));
+    ctx.metrics().attemptFailure(fault.phase().wireName(), fault.kind().reason());
+    if (retry) {
+      ctx.metrics().retryAttempt();
+      backoffTimer = ctx.vertx().setTimer(Math.max(1, backoffMs), t -> {
+        backoffTimer = -1;
+        if (!done) runAttempt();
+      });
+      return;
+    }
+    if ("shared_budget".equals(retryReason)) ctx.metrics().retryDenied();
+    // Before output an engine's own error type (4xx answer, error object) reaches the client as is; once output
+    // exists the failure ends the stream (or the assembled answer) with the phase as its type (CONTRACT §3).
+    String errorType = a.decodeOutput ? fault.phase().wireName() : fault.errorType();
+    EdgeError error = new EdgeError(fault.status(), errorType, fault.detail(), null, null, fault.kind().reason(), false);
+    sink.fail(error);
+    String terminal = fault.kind() == FaultKind.HANDOFF_EXPIRED ? "expired" : "failed";
+    if ("expired".equals(terminal)) ctx.metrics().expired(fault.kind().reason()); else ctx.metrics().failed(fault.kind().reason());
+    finish(terminal, fault.kind().reason(), fault.status(), errorType);
+  }
+
+  private void reportFailure(Attempt a, EngineFault fault, String engineIid) {
+    if (engineIid == null) return;
+    boolean crossed = a.consumer != null && !a.consumer.iid().equals(a.producer.iid());
+    String producer = fault.phase() == Phase.DECODE && crossed ? a.producer.iid() : null;
+    ctx.placement().report(new LegOutcome(engineIid, fault.phase(), false, fault.kind().failureClass(), fault.kind().reason(),
+        producer, fault.kind().quarantines()));
+  }
+
+  private void noEngine(ReplyException reply) {
+    EdgeError error = reply.failureCode() == Failures.FLEET_HOLD ? EdgeError.standby() : EdgeError.noEngine(dispatched);
+    sink.fail(error);
+    String terminal = dispatched ? "failed" : "rejected";
+    if (dispatched) ctx.metrics().failed(error.reason()); else ctx.metrics().rejected(error.reason());
+    finish(terminal, error.reason(), error.status(), error.type());
+  }
+
+  private void expire() {
+    deadlineTimer = -1;
+    if (done) return;
+    EdgeError error = EdgeError.deadline();
+    sink.fail(error);
+    ctx.metrics().expired(error.reason());
+    finish("expired", error.reason(), error.status(), error.type());
+  }
+
+  private void cancelled() {
+    if (done) return;
+    ctx.metrics().cancelled();
+    finish("cancelled", "client_disconnected", 499, null);
+  }
+
+  private void release(Reservation reservation) {
+    if (reservation != null && held.remove(reservation)) ctx.placement().release(reservation);
+  }
+
+  private long remainingMs() {
+    return (deadlineNanos - System.nanoTime()) / 1_000_000;
+  }
+
+  private void finish(String terminal, String reason, int status, String errorType) {
+    done = true;
+    if (deadlineTimer >= 0) ctx.vertx().cancelTimer(deadlineTimer);
+    if (backoffTimer >= 0) ctx.vertx().cancelTimer(backoffTimer);
+    cancelLegs.tryComplete();
+    if (decode != null) decode.cancel();
+    for (Reservation r : List.copyOf(held)) release(r);
+    if (ttftNanos >= 0) ctx.metrics().ttft(ttftNanos);
+    if (firstByteNanos >= 0) ctx.metrics().firstByte(firstByteNanos);
+    ctx.journal().append(journalRow(terminal, reason, status, errorType));
+    onFinish.run();
+  }
+
+  private JsonObject journalRow(String terminal, String reason, int status, String errorType) {
+    Attempt a = current;
+    boolean hasDecode = a != null && a.consumer != null;
+    return new JsonObject().put("rid", request.rid()).put("client_rid", request.clientRid())
+        .put("arrived", request.arrived().toString()).put("terminal", terminal).put("reason", reason).put("status", status)
+        .put("error_type", errorType).put("ttft_s", seconds(ttftNanos)).put("first_byte_s", seconds(firstByteNanos))
+        .put("prefill_iid", a == null || a.producer == null ? null : a.producer.iid())
+        .put("decode_iid", hasDecode ? a.consumer.iid() : null)
+        .put("crossed", hasDecode ? !a.consumer.iid().equals(a.producer.iid()) : null)
+        .put("attempts", attempt).put("attempt_failures", new JsonArray(new ArrayList<>(attemptFailures)))
+        .put("output_len", sink.outputLength())
+        .put("duration_s", (System.nanoTime() - request.arrivedNanos()) / 1e9);
+  }
+
+  private static Double seconds(long nanos) {
+    return nanos < 0 ? null : nanos / 1e9;
+  }
+
+  /** Arrival instant, for tests and the journal. */
+  Instant arrived() {
+    return request.arrived();
+  }
+}

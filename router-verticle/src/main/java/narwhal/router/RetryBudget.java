@@ -1,0 +1,50 @@
+package narwhal.router;
+
+/**
+ * The shared retry-credit pool (CONTRACT §4): starts full at {@code serving.retry_budget}; a retry spends one
+ * credit when its prefill dispatches; each completed request adds {@code serving.retry_replenish}, capped at
+ * the pool size. Credits are counted in millionths, so refills add up exactly (ten refills of 0.1 are one
+ * whole credit, not 0.9999999999999999). Event-loop confined.
+ */
+public final class RetryBudget {
+  private static final long UNIT = 1_000_000L;
+
+  private long size;
+  private long replenish;
+  private long credits;
+
+  public RetryBudget(double size, double replenish) {
+    this.size = units(size);
+    this.replenish = units(replenish);
+    this.credits = this.size;
+  }
+
+  public boolean available() {
+    return credits >= UNIT;
+  }
+
+  public boolean trySpend() {
+    if (!available()) return false;
+    credits -= UNIT;
+    return true;
+  }
+
+  public void completed() {
+    credits = Math.min(size, credits + replenish);
+  }
+
+  public double credits() {
+    return credits / (double) UNIT;
+  }
+
+  /** Applies reloaded settings; credits above the new size are cut to it. */
+  public void resize(double newSize, double newReplenish) {
+    size = units(newSize);
+    replenish = units(newReplenish);
+    credits = Math.min(credits, size);
+  }
+
+  private static long units(double credits) {
+    return Math.max(0, Math.round(credits * UNIT));
+  }
+}

@@ -1,0 +1,154 @@
+package narwhal.router;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.engines.client.EngineClient;
+import narwhal.engines.client.EngineClientOptions;
+
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Supplier;
+
+/**
+ * HTTP ingress (CONTRACT §1): the OpenAI-compatible inference endpoints, models, health, readiness, metrics
+ * and state. Every response carries the router's {@code x-request-id}. Each admitted request runs in its own
+ * {@link RequestLifecycle}; engine health is never decided here, only reported to the breaker.
+ */
+public final class RouterVerticle extends VerticleBase {
+  static final String RID = "narwhal.rid";
+
+  private final Supplier<NarwhalConfig> config;
+  private final EngineFacts facts;
+  private final MeterRegistry registry;
+  private final int portOverride;
+  private HttpServer server;
+  private EngineClient engines;
+  private Journal journal;
+  private RouterContext ctx;
+  private RetryBudget retryBudget;
+
+  /** @param portOverride the port to listen on instead of {@code server.port}; -1 to use the configured one, 0 for any */
+  public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride) {
+    this.config = config;
+    this.facts = facts;
+    this.registry = registry;
+    this.portOverride = portOverride;
+  }
+
+  @Override
+  public Future<?> start() {
+    NarwhalConfig cfg = config.get();
+    engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
+        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, apiKey(cfg)));
+    retryBudget = new RetryBudget(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
+    return Journal.open(vertx, cfg.journal().path()).compose(j -> {
+      journal = j;
+      ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx), retryBudget, facts, journal,
+          new RouterMetrics(registry, retryBudget::credits), () -> ThreadLocalRandom.current().nextDouble());
+      int port = portOverride >= 0 ? portOverride : cfg.server().port();
+      return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true))
+          .requestHandler(router(cfg)).listen();
+    }).onSuccess(s -> server = s);
+  }
+
+  @Override
+  public Future<?> stop() {
+    Future<Void> closed = server == null ? Future.succeededFuture() : server.close();
+    return closed.compose(v -> journal == null ? Future.succeededFuture() : journal.close())
+        .compose(v -> engines == null ? Future.succeededFuture() : engines.close());
+  }
+
+  /** The port the server listens on. */
+  public int actualPort() {
+    return server.actualPort();
+  }
+
+  private Router router(NarwhalConfig cfg) {
+    Router router = Router.router(vertx);
+    router.route().handler(rc -> {
+      String rid = UUID.randomUUID().toString();
+      rc.put(RID, rid);
+      rc.response().putHeader("x-request-id", rid);
+      rc.next();
+    });
+    BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
+    router.post("/v1/completions").handler(body).handler(new InferenceHandler(ctx, false));
+    router.post("/v1/chat/completions").handler(body).handler(new InferenceHandler(ctx, true));
+    router.get("/v1/models").handler(this::models);
+    router.get("/health").handler(rc -> rc.json(new JsonObject().put("status", "ok")));
+    router.get("/ready").handler(this::ready);
+    router.get("/metrics").handler(this::metrics);
+    router.get("/narwhal/state").handler(this::state);
+    router.route().last().handler(rc -> new EdgeError(404, "invalid_request_error",
+        "no route for " + rc.request().method() + " " + rc.request().path(), null, null, "not_found", false).send(rc.response()));
+    router.route().failureHandler(this::failure);
+    return router;
+  }
+
+  private void failure(RoutingContext rc) {
+    int status = rc.statusCode();
+    EdgeError error = status == 413 ? EdgeError.tooLarge(config.get().serving().maxRequestBytes())
+        : status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
+        : status >= 400 && status < 500 ? EdgeError.invalid("malformed request", null)
+        : new EdgeError(500, "internal_error", "internal router error", null, null, "internal", false);
+    error.send(rc.response());
+  }
+
+  private void models(RoutingContext rc) {
+    String model = config.get().model();
+    rc.json(new JsonObject().put("object", "list").put("data", new JsonArray().add(new JsonObject().put("id", model)
+        .put("object", "model").put("created", 0).put("owned_by", "narwhal").put("root", model).put("parent", (Object) null))));
+  }
+
+  private void ready(RoutingContext rc) {
+    ctx.placement().state().onComplete(ar -> {
+      boolean ready = ar.succeeded() && ar.result().getBoolean("ready", false);
+      String reason = ar.succeeded() ? ar.result().getString("reason") : "placement is not answering";
+      JsonObject body = new JsonObject().put("ready", ready);
+      if (!ready) body.put("reason", reason);
+      rc.response().setStatusCode(ready ? 200 : 503).putHeader("content-type", "application/json").end(body.encode());
+    });
+  }
+
+  private void metrics(RoutingContext rc) {
+    String text = registry instanceof PrometheusMeterRegistry prometheus ? prometheus.scrape() : "";
+    rc.response().putHeader("content-type", "text/plain; version=0.0.4; charset=utf-8").end(text);
+  }
+
+  private void state(RoutingContext rc) {
+    Future<JsonObject> placement = ctx.placement().state();
+    Future<JsonObject> breaker = ctx.placement().breakerState();
+    Future.join(placement, breaker).onComplete(ar -> {
+      JsonObject p = placement.succeeded() ? placement.result() : new JsonObject();
+      JsonObject b = breaker.succeeded() ? breaker.result() : new JsonObject();
+      JsonArray engines = p.getJsonArray("engines", new JsonArray());
+      for (Object o : engines) {
+        JsonObject engine = (JsonObject) o;
+        b.getJsonArray("engines", new JsonArray()).stream().map(JsonObject.class::cast)
+            .filter(e -> engine.getString("iid").equals(e.getString("iid"))).findFirst()
+            .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks")));
+      }
+      rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
+          .put("ready", p.getBoolean("ready", false)).put("fleet_hold", b.getBoolean("fleet_hold", false))
+          .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", retryBudget.credits())
+          .put("cluster_members", new JsonArray()));
+    });
+  }
+
+  private static String apiKey(NarwhalConfig cfg) {
+    String env = cfg.engine().engineApiKeyEnv();
+    if (env == null || env.isEmpty()) return "";
+    String value = System.getenv(env);
+    return value == null ? "" : value;
+  }
+}

@@ -1,0 +1,104 @@
+package narwhal.router;
+
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Requests refused at the edge get the contract's status and JSON error, a request id and a journal row. */
+@Timeout(60)
+class EdgeErrorsTest {
+  static RouterHarness h;
+
+  @BeforeAll
+  static void start() throws Exception {
+    h = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
+        json -> json.put("serving", new JsonObject().put("max_request_bytes", 2048)));
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    h.close();
+  }
+
+  private static void assertError(RouterHarness.Reply reply, int status, String type, String messageStart) {
+    assertEquals(status, reply.status(), reply.body());
+    assertNotNull(reply.requestId(), "x-request-id on every response");
+    JsonObject error = reply.error();
+    assertEquals(type, error.getString("type"), error.encode());
+    assertTrue(error.getString("message").startsWith(messageStart), error.encode());
+  }
+
+  @Test
+  void bodyThatIsNotAJsonObjectIs400() {
+    assertError(h.post("/v1/completions", Buffer.buffer("{not json"), Map.of()), 400, "invalid_request_error", "body");
+    assertError(h.post("/v1/completions", Buffer.buffer("[1,2]"), Map.of()), 400, "invalid_request_error", "body");
+    assertError(h.post("/v1/completions", Buffer.buffer(new byte[] {'{', '"', (byte) 0xC3, (byte) 0x28, '"', ':', '1', '}'}), Map.of()),
+        400, "invalid_request_error", "");
+  }
+
+  @Test
+  void wrongFieldTypesAreNamed() {
+    RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", 5));
+    assertError(reply, 400, "invalid_request_error", "prompt");
+    assertEquals("prompt", reply.error().getString("param"));
+    assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("max_tokens", "ten")), 400,
+        "invalid_request_error", "max_tokens");
+    assertError(h.post("/v1/chat/completions", new JsonObject().put("messages", "hi")), 400, "invalid_request_error", "messages");
+    assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("n", 2)), 400, "invalid_request_error", "n");
+    assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("best_of", 3)), 400, "invalid_request_error", "best_of");
+    assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("stream_options", new JsonObject())), 400,
+        "invalid_request_error", "stream_options");
+  }
+
+  @Test
+  void unknownModelIs404() {
+    RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("model", "gpt-9").put("prompt", "x"));
+    assertError(reply, 404, "invalid_request_error", "The model `gpt-9` does not exist.");
+    assertEquals("model_not_found", reply.error().getString("code"));
+  }
+
+  @Test
+  void oversizedBodyIs413() {
+    String prompt = "x".repeat(4096);
+    assertError(h.post("/v1/completions", new JsonObject().put("prompt", prompt)), 413, "request_too_large", "");
+  }
+
+  @Test
+  void clientRequestIdIsJournalledNotForwarded() throws Exception {
+    int before = h.journalRows(0).size();
+    RouterHarness.Reply reply = h.post("/v1/completions",
+        new JsonObject().put("prompt", "hello there").put("max_tokens", 3).toBuffer(), Map.of("x-request-id", "client-abc"));
+    assertEquals(200, reply.status(), reply.body());
+    assertNotEquals("client-abc", reply.requestId());
+    JsonObject row = h.journalRows(before + 1).stream().filter(r -> reply.requestId().equals(r.getString("rid"))).findFirst().orElseThrow();
+    assertEquals("client-abc", row.getString("client_rid"));
+    h.engines.values().forEach(e -> e.requests().forEach(r -> assertTrue(r.getString("request_id").startsWith(reply.requestId()))));
+  }
+
+  @Test
+  void invalidRequestsAreJournalled() throws Exception {
+    int before = h.journalRows(0).size();
+    RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", new JsonArray()));
+    assertEquals(400, reply.status());
+    JsonObject row = h.journalRows(before + 1).stream().filter(r -> reply.requestId().equals(r.getString("rid"))).findFirst().orElseThrow();
+    assertEquals("invalid", row.getString("terminal"));
+    assertEquals(400, row.getInteger("status"));
+  }
+
+  @Test
+  void unknownPathIs404Json() {
+    assertError(h.get("/v2/nothing"), 404, "invalid_request_error", "no route");
+  }
+}

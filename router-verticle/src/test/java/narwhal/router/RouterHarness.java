@@ -1,0 +1,195 @@
+package narwhal.router;
+
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.breaker.BreakerVerticle;
+import narwhal.placement.PlacementVerticle;
+import narwhal.sim.SimEngine;
+import narwhal.sim.SimEngineOptions;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import java.util.function.UnaryOperator;
+
+/**
+ * A real router in front of real simulated engines, all on port 0: engines are started from
+ * (iid, role) pairs, the fleet config is generated around them, preflight fills the attested facts,
+ * then placement and the router are deployed. Test-thread helpers block on futures with a bound.
+ */
+final class RouterHarness implements AutoCloseable {
+  static final String MODEL = SimEngineOptions.DEFAULT_MODEL;
+
+  final Vertx vertx = Vertx.vertx();
+  final Map<String, SimEngine> engines = new LinkedHashMap<>();
+  final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  final Path journal;
+  final HttpClientAgent http = vertx.createHttpClient();
+  /** The breaker's clock: tests move it to end quarantines. */
+  final java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong(1_000_000);
+  NarwhalConfig config;
+  RouterVerticle router;
+
+  private RouterHarness() throws Exception {
+    journal = Files.createTempFile("narwhal-journal", ".jsonl");
+  }
+
+  /** Starts engines "P0:prefill", "D0:decode", … and a router over them; {@code tune} edits the generated fleet JSON. */
+  static RouterHarness start(List<String> engineSpecs, UnaryOperator<JsonObject> tune) throws Exception {
+    return start(engineSpecs, tune, (iid, options) -> { });
+  }
+
+  /** As above; {@code simTune} adjusts each engine's simulator options (latency, lease) before it starts. */
+  static RouterHarness start(List<String> engineSpecs, UnaryOperator<JsonObject> tune,
+                             BiConsumer<String, SimEngineOptions> simTune) throws Exception {
+    RouterHarness h = new RouterHarness();
+    for (String spec : engineSpecs) {
+      String[] parts = spec.split(":");
+      SimEngineOptions options = new SimEngineOptions().setName(parts[0]).setRole(parts[1]).setPort(0).setSideChannelPort(0);
+      simTune.accept(parts[0], options);
+      h.engines.put(parts[0], await(SimEngine.start(h.vertx, options)));
+    }
+    JsonArray fleet = new JsonArray();
+    h.engines.forEach((iid, sim) -> fleet.add(new JsonObject().put("iid", iid).put("url", sim.url()).put("role", sim.options().getRole())));
+    JsonObject json = new JsonObject().put("model", MODEL).put("engines", fleet)
+        .put("server", new JsonObject().put("host", "127.0.0.1").put("port", 0))
+        .put("journal", new JsonObject().put("path", h.journal.toString()))
+        .put("engine", new JsonObject().put("first_token_timeout_s", 5).put("decode_read_timeout_s", 5));
+    h.config = NarwhalConfig.fromJson(tune.apply(json));
+    EngineFacts facts = new EngineFacts();
+    PreflightReport report = await(new Preflight(h.vertx, h.config, facts).run(c -> { }));
+    if (!report.passed()) throw new IllegalStateException(report.table());
+    h.engines.values().forEach(SimEngine::clearRequests);
+    await(h.vertx.deployVerticle(new PlacementVerticle(h.config.engines())));
+    await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry, h.clock::get)));
+    h.router = new RouterVerticle(() -> h.config, facts, h.registry, 0);
+    await(h.vertx.deployVerticle(h.router));
+    return h;
+  }
+
+  static RouterHarness start(List<String> engineSpecs) throws Exception {
+    return start(engineSpecs, UnaryOperator.identity());
+  }
+
+  SimEngine engine(String iid) {
+    return engines.get(iid);
+  }
+
+  /** A response read whole: status, headers we care about, body. */
+  record Reply(int status, String requestId, String retryAfter, String contentType, String body) {
+    JsonObject json() {
+      return new JsonObject(body);
+    }
+
+    JsonObject error() {
+      return json().getJsonObject("error");
+    }
+
+    /** The data lines of an SSE body, in order. */
+    List<String> events() {
+      List<String> out = new ArrayList<>();
+      for (String line : body.split("\n")) {
+        if (line.startsWith("data: ")) out.add(line.substring(6));
+      }
+      return out;
+    }
+
+    /** The text the SSE body carried, joined. */
+    String streamedText() {
+      StringBuilder text = new StringBuilder();
+      for (String e : events()) {
+        if (e.equals("[DONE]")) continue;
+        text.append(narwhal.engines.sse.SseReader.outputText(new JsonObject(e)));
+      }
+      return text.toString();
+    }
+  }
+
+  Reply post(String path, JsonObject body) {
+    return post(path, body.toBuffer(), Map.of());
+  }
+
+  Reply post(String path, Buffer body, Map<String, String> headers) {
+    return send(routerUrl() + path, HttpMethod.POST, body, headers);
+  }
+
+  Reply get(String path) {
+    return send(routerUrl() + path, HttpMethod.GET, null, Map.of());
+  }
+
+  Reply direct(SimEngine engine, String path, JsonObject body) {
+    return send(engine.url() + path, HttpMethod.POST, body.toBuffer(), Map.of());
+  }
+
+  private Reply send(String url, HttpMethod method, Buffer body, Map<String, String> headers) {
+    RequestOptions options = new RequestOptions().setMethod(method).setAbsoluteURI(url).putHeader("content-type", "application/json");
+    headers.forEach(options::putHeader);
+    return await(http.request(options)
+        .compose(req -> body == null ? req.send() : req.send(body))
+        .compose(resp -> resp.body().map(b -> new Reply(resp.statusCode(), resp.getHeader("x-request-id"),
+            resp.getHeader("retry-after"), resp.getHeader("content-type"), b.toString()))));
+  }
+
+  String routerUrl() {
+    return "http://127.0.0.1:" + router.actualPort();
+  }
+
+  /** Waits until the journal holds at least {@code n} rows and returns them. */
+  List<JsonObject> journalRows(int n) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (true) {
+      List<JsonObject> rows = Files.readAllLines(journal).stream().filter(l -> !l.isBlank()).map(JsonObject::new).toList();
+      if (rows.size() >= n || System.nanoTime() > deadline) return rows;
+      await(Future.<Void>future(p -> vertx.setTimer(20, t -> p.complete())));
+    }
+  }
+
+  /** Waits for the journal row of one request and returns it. */
+  JsonObject journalRow(String rid) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (true) {
+      for (String line : Files.readAllLines(journal)) {
+        if (!line.isBlank() && line.contains(rid)) {
+          JsonObject row = new JsonObject(line);
+          if (rid.equals(row.getString("rid"))) return row;
+        }
+      }
+      if (System.nanoTime() > deadline) throw new AssertionError("no journal row for " + rid);
+      await(Future.<Void>future(p -> vertx.setTimer(20, t -> p.complete())));
+    }
+  }
+
+  /** Total reservations placement holds now. */
+  int reservations() {
+    return await(vertx.eventBus().<JsonObject>request(narwhal.common.bus.Addresses.PLACEMENT_STATE, new JsonObject()))
+        .body().getInteger("reservations");
+  }
+
+  static <T> T await(Future<T> future) {
+    try {
+      return future.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new AssertionError("future did not complete: " + e, e);
+    }
+  }
+
+  @Override
+  public void close() throws Exception {
+    await(vertx.close());
+    Files.deleteIfExists(journal);
+  }
+}
