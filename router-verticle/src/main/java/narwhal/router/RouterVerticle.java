@@ -82,6 +82,7 @@ public final class RouterVerticle extends VerticleBase {
       rc.next();
     });
     BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
+    router.post("/v1/*").handler(this::declaredSize);
     router.post("/v1/completions").handler(body).handler(new InferenceHandler(ctx, false));
     router.post("/v1/chat/completions").handler(body).handler(new InferenceHandler(ctx, true));
     router.get("/v1/models").handler(this::models);
@@ -95,8 +96,26 @@ public final class RouterVerticle extends VerticleBase {
     return router;
   }
 
+  /** Refuses a body whose declared length is over the limit before reading any of it. */
+  private void declaredSize(RoutingContext rc) {
+    String length = rc.request().getHeader("content-length");
+    long limit = config.get().serving().maxRequestBytes();
+    try {
+      if (length != null && Long.parseLong(length.trim()) > limit) {
+        rc.response().putHeader("connection", "close");
+        EdgeError.tooLarge(limit).send(rc.response());
+        return;
+      }
+    } catch (NumberFormatException e) {
+      EdgeError.invalid("content-length: expected a number", null).send(rc.response());
+      return;
+    }
+    rc.next();
+  }
+
   private void failure(RoutingContext rc) {
     int status = rc.statusCode();
+    if (status == 413) rc.response().putHeader("connection", "close");
     EdgeError error = status == 413 ? EdgeError.tooLarge(config.get().serving().maxRequestBytes())
         : status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
         : status >= 400 && status < 500 ? EdgeError.invalid("malformed request", null)
