@@ -30,7 +30,8 @@ final class Descriptors {
       .put("pp_size", 1)
       .put("remote_num_tokens", promptTokens)
       .put("remote_blocks_expiry_time", null)
-      .put("transfer_mode", "pull");
+      .put("transfer_mode", "pull")
+      .mergeIn(engine.config().getDescriptorExtras().copy());
   }
 
   /** Block ids of the wrong shape: strings, floats, booleans, negative, not a list, or a mix. */

@@ -62,6 +62,7 @@ public final class SimEngineOptions {
   private double kvTransferPerBlockMs = DEFAULT_KV_TRANSFER_PER_BLOCK_MS;
   private int requestLogLimit = DEFAULT_REQUEST_LOG_LIMIT;
   private JsonArray faults = new JsonArray();
+  private JsonObject descriptorExtras = new JsonObject();
 
   public SimEngineOptions() {
   }
@@ -93,6 +94,8 @@ public final class SimEngineOptions {
     requestLogLimit = intOf(json, "requestLogLimit", "request_log_limit", requestLogLimit);
     JsonArray f = json.getJsonArray("faults");
     faults = f == null ? new JsonArray() : f.copy();
+    JsonObject extras = json.getJsonObject("descriptorExtras", json.getJsonObject("descriptor_extras"));
+    descriptorExtras = extras == null ? new JsonObject() : extras.copy();
   }
 
   /** Checks ranges and enumerations; throws {@link IllegalArgumentException} naming the key. */
@@ -144,7 +147,8 @@ public final class SimEngineOptions {
       .put("itlPerRunningMs", itlPerRunningMs)
       .put("kvTransferPerBlockMs", kvTransferPerBlockMs)
       .put("requestLogLimit", requestLogLimit)
-      .put("faults", faults.copy());
+      .put("faults", faults.copy())
+      .put("descriptorExtras", descriptorExtras.copy());
   }
 
   public String getName() { return name; }
@@ -218,6 +222,10 @@ public final class SimEngineOptions {
   public JsonArray getFaults() { return faults; }
   public SimEngineOptions setFaults(JsonArray faults) { this.faults = faults == null ? new JsonArray() : faults; return this; }
   public SimEngineOptions addFault(JsonObject rule) { faults.add(rule); return this; }
+
+  /** Fields added to every handoff descriptor this engine returns: newer engines' keys a router does not know. */
+  public JsonObject getDescriptorExtras() { return descriptorExtras; }
+  public SimEngineOptions setDescriptorExtras(JsonObject extras) { this.descriptorExtras = extras == null ? new JsonObject() : extras; return this; }
 
   @Override
   public String toString() {

@@ -21,10 +21,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(60)
 class DisaggregatedExecutionTest {
   static RouterHarness h;
+  /** Fields a newer engine might put in its descriptor, unknown to the router. */
+  static final JsonObject VENDOR_FIELDS = new JsonObject().put("x_vendor_hint", new JsonObject()
+      .put("nested", new JsonArray().add(1).add(new JsonArray().add(2).add(3))).put("ratio", 0.5)).put("kv_cache_dtype", "fp8");
 
   @BeforeAll
   static void start() throws Exception {
-    h = RouterHarness.start(List.of("P0:prefill", "D0:decode"));
+    h = RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json, (iid, sim) -> sim.setDescriptorExtras(VENDOR_FIELDS));
   }
 
   @AfterAll
@@ -90,6 +93,8 @@ class DisaggregatedExecutionTest {
     assertTrue(forwarded.getValue("tp_size") instanceof Integer && forwarded.getValue("remote_port") instanceof Integer,
         "integers stay integers");
     assertTrue(forwarded.getJsonArray("remote_block_ids").getValue(0) instanceof JsonArray, "nesting stays nesting");
+    assertEquals(VENDOR_FIELDS.getJsonObject("x_vendor_hint"), forwarded.getJsonObject("x_vendor_hint"), "unknown fields arrive unchanged");
+    assertEquals("fp8", forwarded.getString("kv_cache_dtype"));
     assertEquals(reply.requestId() + "-a1-decode", decode.getString("request_id"));
   }
 
@@ -150,10 +155,9 @@ class DisaggregatedExecutionTest {
 
   @Test
   void journalRowCarriesTimingAndEngines() throws Exception {
-    int before = h.journalRows(0).size();
     RouterHarness.Reply reply = h.post("/v1/completions", completion(true));
     assertEquals(200, reply.status());
-    JsonObject row = h.journalRows(before + 1).stream().filter(r -> reply.requestId().equals(r.getString("rid"))).findFirst().orElseThrow();
+    JsonObject row = h.journalRow(reply.requestId());
     assertEquals("completed", row.getString("terminal"));
     assertEquals("P0", row.getString("prefill_iid"));
     assertEquals("D0", row.getString("decode_iid"));

@@ -72,8 +72,8 @@ class PlacementOutcomesTest {
     try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
         json -> json.put("serving", new JsonObject().put("max_connections", 1)))) {
       h.engine("D0").faults().add(new JsonObject().put("kind", "silence_after").put("after", 1).put("phase", "decode"));
-      var first = h.http.request(io.vertx.core.http.HttpMethod.POST, h.router.actualPort(), "127.0.0.1", "/v1/completions")
-          .compose(req -> req.putHeader("content-type", "application/json").send(DisaggregatedExecutionTest.completion(true).toBuffer()));
+      var first = h.onContext(() -> h.http.request(io.vertx.core.http.HttpMethod.POST, h.router.actualPort(), "127.0.0.1", "/v1/completions")
+          .compose(req -> req.putHeader("content-type", "application/json").send(DisaggregatedExecutionTest.completion(true).toBuffer())));
       var firstResponse = RouterHarness.await(first);
       assertEquals(200, firstResponse.statusCode(), "the first request streams and stays open");
       RouterHarness.Reply second = h.post("/v1/completions", DisaggregatedExecutionTest.completion(false));

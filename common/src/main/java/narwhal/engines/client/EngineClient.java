@@ -58,6 +58,10 @@ public final class EngineClient {
    * reset and the result fails with a {@link CancellationException}.
    */
   public Future<PrefillResult> prefill(PrefillCall call, Future<?> cancel) {
+    return onContext(() -> runPrefill(call, cancel));
+  }
+
+  private Future<PrefillResult> runPrefill(PrefillCall call, Future<?> cancel) {
     Instant started = Instant.now();
     long startedNanos = System.nanoTime();
     Buffer body = LegBodies.prefill(call.clientBody(), call.model()).toBuffer();
@@ -97,6 +101,15 @@ public final class EngineClient {
     }
     Buffer body = LegBodies.decode(call.clientBody(), call.model(), descriptor).toBuffer();
     DecodeStream stream = new DecodeStream(vertx, call, options.maxEventBytes());
+    if (Vertx.currentContext() == null) {
+      vertx.getOrCreateContext().runOnContext(v -> openDecode(call, body, stream));
+    } else {
+      openDecode(call, body, stream);
+    }
+    return stream;
+  }
+
+  private void openDecode(DecodeCall call, Buffer body, DecodeStream stream) {
     http.request(post(call.consumerUrl(), call.endpoint(), call.requestId()))
         .compose(req -> {
           stream.attach(req);
@@ -112,11 +125,21 @@ public final class EngineClient {
           }
         })
         .onFailure(err -> stream.fail(classify(err, Phase.DECODE)));
-    return stream;
   }
 
   public Future<Void> close() {
     return http.close();
+  }
+
+  /**
+   * Runs a leg on a Vert.x context. Called from a plain thread, response handlers could otherwise be attached
+   * after the engine's bytes arrived (seen with Vert.x 5: a body that never completes).
+   */
+  private <T> Future<T> onContext(java.util.function.Supplier<Future<T>> leg) {
+    if (Vertx.currentContext() != null) return leg.get();
+    Promise<T> promise = Promise.promise();
+    vertx.getOrCreateContext().runOnContext(v -> leg.get().onComplete(promise));
+    return promise.future();
   }
 
   private RequestOptions post(String baseUrl, String endpoint, String requestId) {
