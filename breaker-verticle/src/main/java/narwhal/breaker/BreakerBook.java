@@ -102,10 +102,16 @@ public final class BreakerBook {
 
   /** A probe's result. */
   public List<BreakerAction> probeResult(String iid, ProbeKind kind, ProbeOutcome outcome) {
+    return probeResult(iid, kind, outcome, null);
+  }
+
+  /** A probe's result with what it found, kept as the engine's last probe for {@code /narwhal/state}. */
+  public List<BreakerAction> probeResult(String iid, ProbeKind kind, ProbeOutcome outcome, String detail) {
     EngineRecord r = engines.get(iid);
     List<BreakerAction> actions = new ArrayList<>();
     if (r == null) return actions;
     r.probing = false;
+    r.lastProbe = kind.wireName() + " " + outcome.wireName() + (detail == null ? "" : ": " + detail);
     switch (outcome) {
       case PASSED -> {
         if (r.state == EngineState.HELD || r.state == EngineState.EJECTED) {

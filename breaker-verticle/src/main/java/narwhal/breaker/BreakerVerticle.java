@@ -33,6 +33,7 @@ public final class BreakerVerticle extends VerticleBase {
   private final Supplier<NarwhalConfig> config;
   private final MeterRegistry registry;
   private final LongSupplier clockMs;
+  private final java.util.function.UnaryOperator<String> env;
   private final List<Long> timers = new ArrayList<>();
   private BreakerBook book;
   private BreakerMetrics metrics;
@@ -40,9 +41,16 @@ public final class BreakerVerticle extends VerticleBase {
   private AsyncMap<String, String> shared;
 
   public BreakerVerticle(Supplier<NarwhalConfig> config, MeterRegistry registry, LongSupplier clockMs) {
+    this(config, registry, clockMs, System::getenv);
+  }
+
+  /** @param env reads environment variables (the admin token); tests pass their own */
+  public BreakerVerticle(Supplier<NarwhalConfig> config, MeterRegistry registry, LongSupplier clockMs,
+                         java.util.function.UnaryOperator<String> env) {
     this.config = config;
     this.registry = registry;
     this.clockMs = clockMs;
+    this.env = env;
   }
 
   @Override
@@ -92,6 +100,8 @@ public final class BreakerVerticle extends VerticleBase {
     }
     LOG.info(() -> "engine " + change.iid() + ": " + change.from().wireName() + " → " + change.to().wireName() + " (" + change.cause() + ")");
     JsonObject event = new JsonObject().put("iid", change.iid()).put("state", change.to().wireName()).put("cause", change.cause());
+    journal(new JsonObject().put("event", "engine_state").put("iid", change.iid()).put("from", change.from().wireName())
+        .put("to", change.to().wireName()).put("cause", change.cause()));
     if (shared != null) shared.put(change.iid(), event.encode());
     vertx.eventBus().publish(Addresses.FLEET_CHANGED, event);
   }
@@ -99,14 +109,16 @@ public final class BreakerVerticle extends VerticleBase {
   private void runProbe(BreakerAction.Probe probe) {
     EngineConfig target = engine(probe.iid());
     if (target == null) return;
-    Future<ProbeOutcome> outcome = switch (probe.kind()) {
-      case HEALTH -> prober.healthy(target).map(ok -> ok ? ProbeOutcome.PASSED : ProbeOutcome.FAILED);
+    Future<ProbeResult> outcome = switch (probe.kind()) {
+      case HEALTH -> prober.health(target);
       case INFERENCE -> prober.inference(target, probe.producerIid() == null ? null : engine(probe.producerIid()), this::serving);
       case LIFECYCLE -> prober.lifecycle(target, this::serving);
     };
-    outcome.otherwise(ProbeOutcome.INCONCLUSIVE).onSuccess(result -> {
-      metrics.probed(probe.iid(), probe.kind(), result);
-      apply(book.probeResult(probe.iid(), probe.kind(), result));
+    outcome.otherwise(err -> ProbeResult.inconclusive("probe error: " + err.getMessage())).onSuccess(result -> {
+      metrics.probed(probe.iid(), probe.kind(), result.outcome());
+      journal(new JsonObject().put("event", "probe").put("iid", probe.iid()).put("kind", probe.kind().wireName())
+          .put("outcome", result.outcome().wireName()).put("detail", result.detail()));
+      apply(book.probeResult(probe.iid(), probe.kind(), result.outcome(), result.detail()));
     });
   }
 
@@ -115,6 +127,12 @@ public final class BreakerVerticle extends VerticleBase {
       EngineConfig engine = engine(iid);
       if (engine != null) prober.healthy(engine).onSuccess(ok -> apply(book.liveness(iid, ok)));
     }
+  }
+
+  /** Engine events go to the request journal's writer (the router owns the file) as rows with an {@code event} field. */
+  private void journal(JsonObject event) {
+    vertx.eventBus().send(Addresses.JOURNAL_EVENT, event.put("at", java.time.Instant.now().toString()),
+        new io.vertx.core.eventbus.DeliveryOptions().setLocalOnly(true));
   }
 
   private boolean serving(String iid) {
@@ -175,11 +193,12 @@ public final class BreakerVerticle extends VerticleBase {
   }
 
   private void waveRestart(Message<JsonObject> msg) {
-    List<Future<ProbeOutcome>> checks = book.engines().stream().map(e -> prober.lifecycle(e, iid -> true)).toList();
+    List<Future<ProbeResult>> checks = book.engines().stream().map(e -> prober.lifecycle(e, iid -> true)).toList();
     Future.join(checks).onComplete(ar -> {
       List<String> failed = new ArrayList<>();
       for (int i = 0; i < checks.size(); i++) {
-        if (checks.get(i).result() != ProbeOutcome.PASSED) failed.add(book.engines().get(i).iid());
+        ProbeResult r = checks.get(i).result();
+        if (r == null || !r.passed()) failed.add(book.engines().get(i).iid() + (r == null ? "" : " (" + r.detail() + ")"));
       }
       if (!failed.isEmpty()) {
         msg.fail(Failures.BAD_MESSAGE, "wave-restart: validation failed for " + String.join(", ", failed) + "; the fleet stays held");
@@ -190,7 +209,7 @@ public final class BreakerVerticle extends VerticleBase {
   }
 
   private String adminToken() {
-    String value = System.getenv(config.get().admin().tokenEnv());
+    String value = env.apply(config.get().admin().tokenEnv());
     return value == null || value.isEmpty() ? null : value;
   }
 }

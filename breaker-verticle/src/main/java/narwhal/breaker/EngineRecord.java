@@ -17,6 +17,7 @@ final class EngineRecord {
   long quarantineUntilMs;
   String probeProducer;
   String probeCause;
+  String lastProbe;
   boolean probing;
 
   EngineRecord(EngineConfig engine) {
@@ -36,6 +37,7 @@ final class EngineRecord {
     JsonObject s = new JsonObject();
     streaks.forEach((c, n) -> s.put(c.wireName(), n));
     return new JsonObject().put("iid", engine.iid()).put("state", state.wireName()).put("cause", cause).put("streaks", s)
-        .put("quarantine_until_ms", quarantineUntilMs == 0 ? null : quarantineUntilMs).put("probing", probing);
+        .put("quarantine_until_ms", quarantineUntilMs == 0 ? null : quarantineUntilMs).put("probing", probing)
+        .put("last_probe", lastProbe);
   }
 }

@@ -17,7 +17,6 @@ import narwhal.engines.connector.EngineContract;
 import narwhal.engines.connector.HandoffExpectations;
 
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
@@ -51,44 +50,57 @@ final class Prober {
         .otherwise(false);
   }
 
+  Future<ProbeResult> health(EngineConfig engine) {
+    return healthy(engine).map(ok -> ok ? ProbeResult.passed("health 200") : ProbeResult.failed("health check failed"));
+  }
+
   /**
    * Probes {@code target}; {@code producer} is the engine that must make the handoff (the original producer of a
    * failed crossed decode), or null to pick one: the target itself when it can prefill, else a serving producer.
    */
-  Future<ProbeOutcome> inference(EngineConfig target, EngineConfig producer, Predicate<String> serving) {
-    NarwhalConfig cfg = config.get();
-    List<EngineConfig> fleet = cfg.engines();
+  Future<ProbeResult> inference(EngineConfig target, EngineConfig producer, Predicate<String> serving) {
+    List<EngineConfig> fleet = config.get().engines();
     if (!target.role().canDecode()) {
-      Optional<EngineConfig> consumer = fleet.stream().filter(e -> e.role().canDecode() && serving.test(e.iid())).findFirst();
-      return legs(target, consumer.orElse(null)).map(r -> r == Legs.PREFILL_FAILED ? ProbeOutcome.FAILED
-          : r == Legs.DECODE_FAILED ? ProbeOutcome.INCONCLUSIVE : ProbeOutcome.PASSED);
+      EngineConfig consumer = fleet.stream().filter(e -> e.role().canDecode() && serving.test(e.iid())).findFirst().orElse(null);
+      return legs(target, consumer).map(r -> switch (r) {
+        case PASSED -> ProbeResult.passed("made a valid handoff" + (consumer == null ? "" : " that " + consumer.iid() + " decoded"));
+        case PREFILL_FAILED -> ProbeResult.failed("prefill failed on " + target.iid());
+        case DECODE_FAILED -> ProbeResult.inconclusive("the handoff did not decode on " + consumer.iid());
+      });
     }
     EngineConfig p = producer != null ? producer : target.role().canPrefill() ? target
         : fleet.stream().filter(e -> e.role().canPrefill() && serving.test(e.iid())).findFirst().orElse(null);
-    if (p == null || (p != target && !serving.test(p.iid()))) return Future.succeededFuture(ProbeOutcome.INCONCLUSIVE);
+    if (p == null) return Future.succeededFuture(ProbeResult.inconclusive("no producer can make a handoff"));
+    if (p != target && !serving.test(p.iid())) {
+      return Future.succeededFuture(ProbeResult.inconclusive("producer " + p.iid() + " is not serving"));
+    }
     return legs(p, target).map(r -> switch (r) {
-      case PASSED -> ProbeOutcome.PASSED;
-      case DECODE_FAILED -> ProbeOutcome.FAILED;
-      case PREFILL_FAILED -> p == target ? ProbeOutcome.FAILED : ProbeOutcome.INCONCLUSIVE;
+      case PASSED -> ProbeResult.passed("decoded a handoff from " + p.iid());
+      case DECODE_FAILED -> ProbeResult.failed("decode of a handoff from " + p.iid() + " failed");
+      case PREFILL_FAILED -> p == target ? ProbeResult.failed("prefill failed on " + p.iid())
+          : ProbeResult.inconclusive("producer " + p.iid() + " could not make a handoff");
     });
   }
 
-  /** Lifecycle validation: health, attestation against the contract, model listed, an inference probe, health again. */
-  Future<ProbeOutcome> lifecycle(EngineConfig target, Predicate<String> serving) {
-    NarwhalConfig cfg = config.get();
-    return healthy(target)
-        .compose(ok -> ok ? attested(target, cfg) : Future.succeededFuture(false))
-        .compose(ok -> ok ? inference(target, null, serving) : Future.succeededFuture(ProbeOutcome.FAILED))
-        .compose(outcome -> outcome != ProbeOutcome.PASSED ? Future.succeededFuture(outcome)
-            : healthy(target).map(ok -> ok ? ProbeOutcome.PASSED : ProbeOutcome.FAILED));
+  /** Lifecycle validation: health, model listed, attestation against the contract, an inference probe, health again. */
+  Future<ProbeResult> lifecycle(EngineConfig target, Predicate<String> serving) {
+    return health(target)
+        .compose(r -> r.passed() ? attested(target) : Future.succeededFuture(r))
+        .compose(r -> r.passed() ? inference(target, null, serving) : Future.succeededFuture(r))
+        .compose(r -> !r.passed() ? Future.succeededFuture(r)
+            : health(target).map(again -> again.passed() ? ProbeResult.passed("lifecycle validated") : again));
   }
 
-  private Future<Boolean> attested(EngineConfig target, NarwhalConfig cfg) {
+  private Future<ProbeResult> attested(EngineConfig target) {
+    NarwhalConfig cfg = config.get();
     return getJson(target.url() + "/v1/models")
         .map(models -> models.getJsonArray("data").stream().anyMatch(m -> cfg.model().equals(((JsonObject) m).getString("id"))))
-        .compose(listed -> !listed ? Future.succeededFuture(false) : getJson(target.attestationUrlOrDefault())
-            .map(attestation -> EngineContract.mismatch(cfg.engineContract(), attestation) == null))
-        .otherwise(false);
+        .compose(listed -> !listed ? Future.succeededFuture(ProbeResult.failed("model " + cfg.model() + " not listed"))
+            : getJson(target.attestationUrlOrDefault()).map(attestation -> {
+              String mismatch = EngineContract.mismatch(cfg.engineContract(), attestation);
+              return mismatch == null ? ProbeResult.passed("attestation matches") : ProbeResult.failed("contract: " + mismatch);
+            }))
+        .otherwise(err -> ProbeResult.failed("attestation unavailable"));
   }
 
   private Future<JsonObject> getJson(String url) {

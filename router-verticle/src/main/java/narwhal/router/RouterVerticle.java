@@ -11,6 +11,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
+import narwhal.common.bus.Addresses;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.engines.client.EngineClient;
 import narwhal.engines.client.EngineClientOptions;
@@ -55,6 +56,7 @@ public final class RouterVerticle extends VerticleBase {
       journal = j;
       ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx), retryBudget, facts, journal,
           new RouterMetrics(registry, retryBudget::credits), () -> ThreadLocalRandom.current().nextDouble());
+      vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       int port = portOverride >= 0 ? portOverride : cfg.server().port();
       return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true))
           .requestHandler(router(cfg)).listen();
@@ -155,7 +157,8 @@ public final class RouterVerticle extends VerticleBase {
         JsonObject engine = (JsonObject) o;
         b.getJsonArray("engines", new JsonArray()).stream().map(JsonObject.class::cast)
             .filter(e -> engine.getString("iid").equals(e.getString("iid"))).findFirst()
-            .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks")));
+            .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks"))
+                .put("last_probe", e.getString("last_probe")));
       }
       rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
           .put("ready", p.getBoolean("ready", false)).put("fleet_hold", b.getBoolean("fleet_hold", false))

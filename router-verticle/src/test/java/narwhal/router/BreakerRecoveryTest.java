@@ -58,10 +58,13 @@ class BreakerRecoveryTest {
       assertTrue(h.engine(producer).requests().stream().anyMatch(r -> r.getString("request_id").startsWith("probe-")),
           "the probe's prefill ran on the original producer " + producer);
 
+      h.engine("D0").clearRequests();
       for (int i = 0; i < 6; i++) {
         assertEquals(200, h.post("/v1/completions", DisaggregatedExecutionTest.completion(false)).status(),
             "with D0 out, D1 serves every request");
       }
+      assertTrue(h.engine("D0").requests().stream().allMatch(r -> r.getString("request_id").startsWith("probe-")),
+          "no client request is placed on an ejected engine; only probes reach it");
       h.engine("D0").faults().clear();
       h.engine("D0").clearRequests();
       JsonObject readmitted = changes.poll(30, TimeUnit.SECONDS);
@@ -81,5 +84,44 @@ class BreakerRecoveryTest {
       assertTrue(metrics.contains("narwhal_engine_ejections_total{cause=\"stream\",iid=\"D0\"}"), metrics);
       assertTrue(metrics.contains("narwhal_engine_readmissions_total{evidence=\"inference_probe\",iid=\"D0\"}"));
     }
+  }
+
+  @Test
+  void probeIsInconclusiveWhileTheOriginalProducerIsDownAndRetriedAtTheCadence() throws Exception {
+    try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("engine", json.getJsonObject("engine").put("decode_read_timeout_s", 0.3).put("first_token_timeout_s", 1))
+        .put("recovery", new JsonObject().put("eject_after", 1).put("monitor_interval_s", 0.1).put("readmit_every", 2)
+            .put("liveness_every", 100000)))) {
+      h.admin("drain", new JsonObject().put("iid", "P1"));
+      h.admin("drain", new JsonObject().put("iid", "D1"));
+      h.engine("D0").faults().add(new JsonObject().put("kind", "silence_after").put("after", 1).put("phase", "decode").put("count", 1));
+      io.vertx.core.Future<RouterHarness.Reply> failing = h.onContext(() -> io.vertx.core.Future.future(p ->
+          new Thread(() -> p.complete(h.post("/v1/completions", DisaggregatedExecutionTest.completion(false)))).start()));
+      while (h.engine("D0").requests().stream().noneMatch(r -> r.getString("request_id").contains("-decode"))) {
+        RouterHarness.await(io.vertx.core.Future.<Void>future(p -> h.vertx.setTimer(10, t -> p.complete())));
+      }
+      RouterHarness.await(h.engine("P0").stopListening());
+      h.admin("undrain", new JsonObject().put("iid", "D1"));
+      assertEquals(504, RouterHarness.await(failing).status());
+
+      ContractReadmissionTest.awaitState(h, "D0", "held", () -> { });
+      String metric = "narwhal_engine_probes_total{iid=\"D0\",kind=\"inference\",outcome=\"inconclusive\"}";
+      for (int i = 0; i < 500 && !metricAtLeast(h, metric, 2); i++) {
+        RouterHarness.await(io.vertx.core.Future.<Void>future(p -> h.vertx.setTimer(20, t -> p.complete())));
+      }
+      assertTrue(metricAtLeast(h, metric, 2), "probed again at the readmission cadence: " + h.get("/metrics").body());
+      assertEquals("held", ContractReadmissionTest.engine(h, "D0").getString("state"), "inconclusive keeps the engine held");
+      assertTrue(ContractReadmissionTest.engine(h, "D0").getString("last_probe").contains("P0"));
+
+      RouterHarness.await(h.engine("P0").resumeListening());
+      ContractReadmissionTest.awaitState(h, "D0", "serving", () -> { });
+    }
+  }
+
+  private static boolean metricAtLeast(RouterHarness h, String series, double n) {
+    for (String line : h.get("/metrics").body().split("\n")) {
+      if (line.startsWith(series + " ")) return Double.parseDouble(line.substring(series.length() + 1)) >= n;
+    }
+    return false;
   }
 }

@@ -33,6 +33,7 @@ import java.util.function.UnaryOperator;
  */
 final class RouterHarness implements AutoCloseable {
   static final String MODEL = SimEngineOptions.DEFAULT_MODEL;
+  static final String ADMIN_TOKEN = "test-admin-token";
 
   final Vertx vertx = Vertx.vertx();
   final Map<String, SimEngine> engines = new LinkedHashMap<>();
@@ -76,7 +77,8 @@ final class RouterHarness implements AutoCloseable {
     if (!report.passed()) throw new IllegalStateException(report.table());
     h.engines.values().forEach(SimEngine::clearRequests);
     await(h.vertx.deployVerticle(new PlacementVerticle(h.config.engines())));
-    await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry, h.clock::get)));
+    await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry, h.clock::get,
+        name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? ADMIN_TOKEN : null)));
     h.router = new RouterVerticle(() -> h.config, facts, h.registry, 0);
     await(h.vertx.deployVerticle(h.router));
     return h;
@@ -157,12 +159,39 @@ final class RouterHarness implements AutoCloseable {
     return "http://127.0.0.1:" + router.actualPort();
   }
 
-  /** Waits until the journal holds at least {@code n} rows and returns them. */
+  /** Engine event rows (state changes, probes) written to the journal so far. */
+  List<JsonObject> journalEvents() throws Exception {
+    return Files.readAllLines(journal).stream().filter(l -> !l.isBlank()).map(JsonObject::new)
+        .filter(row -> row.containsKey("event")).toList();
+  }
+
+  /** Sends an admin command on the bus with {@code token}; returns the reply body, or the failure. */
+  Object admin(String command, JsonObject args, String token) {
+    io.vertx.core.eventbus.DeliveryOptions options = new io.vertx.core.eventbus.DeliveryOptions();
+    if (token != null) options.addHeader("token", token);
+    try {
+      return vertx.eventBus().<JsonObject>request(narwhal.common.bus.Addresses.ADMIN,
+          new JsonObject().put("command", command).put("args", args), options).toCompletionStage().toCompletableFuture()
+          .get(30, TimeUnit.SECONDS).body();
+    } catch (java.util.concurrent.ExecutionException e) {
+      return e.getCause();
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  JsonObject admin(String command, JsonObject args) {
+    Object reply = admin(command, args, ADMIN_TOKEN);
+    if (reply instanceof JsonObject json) return json;
+    throw new AssertionError("admin " + command + " failed: " + reply);
+  }
+
+  /** Waits until the journal holds at least {@code n} request rows and returns them. */
   List<JsonObject> journalRows(int n) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (true) {
       List<JsonObject> rows = Files.readAllLines(journal).stream().filter(l -> !l.isBlank()).map(JsonObject::new)
-          .map(RouterHarness::checkedTiming).toList();
+          .filter(row -> row.containsKey("rid")).map(RouterHarness::checkedTiming).toList();
       if (rows.size() >= n || System.nanoTime() > deadline) return rows;
       await(Future.<Void>future(p -> vertx.setTimer(20, t -> p.complete())));
     }

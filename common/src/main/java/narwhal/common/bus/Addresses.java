@@ -14,6 +14,8 @@ public final class Addresses {
   public static final String BREAKER_STATE = "narwhal.breaker.state";
   /** Publish: an engine's placement state changed ({@code {"iid", "state"}}). */
   public static final String FLEET_CHANGED = "narwhal.fleet.changed";
+  /** Fire-and-forget: a non-request row for the journal (engine state changes, probes), written by the router's journal. */
+  public static final String JOURNAL_EVENT = "narwhal.journal.event";
   /** Request-reply admin commands (CONTRACT §8.1). */
   public static final String ADMIN = "narwhal.admin";
 
