@@ -1,9 +1,12 @@
 package narwhal.breaker;
 
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import narwhal.common.bus.EngineState;
 import narwhal.common.fault.FailureClass;
+
+import java.util.List;
 
 /** Engine-health metrics of CONTRACT §8.3, labelled by engine iid (a fixed fleet) and by fixed class, kind and outcome names. */
 final class BreakerMetrics {
@@ -15,33 +18,66 @@ final class BreakerMetrics {
     this.book = book;
   }
 
-  /** Registers the per-engine gauges for an engine (idempotent). */
+  private static final List<String> EJECTION_CAUSES = List.of("connection", "timeout", "overload", "inference_status",
+      "kv_handoff", "stream", "liveness", "admin");
+  private static final List<String> READMISSION_EVIDENCE = List.of("health_probe", "inference_probe", "lifecycle_probe",
+      "admin", "wave_restart");
+
+  /** Registers an engine's gauges and counters at zero, so every series exists from start (idempotent). */
   void track(String iid) {
-    gauge("narwhal.ejected", iid, EngineState.EJECTED);
-    gauge("narwhal.engine.quarantined", iid, EngineState.QUARANTINED);
-    gauge("narwhal.engine.held", iid, EngineState.HELD);
+    gauge("narwhal.ejected", "1 while the engine is ejected", iid, EngineState.EJECTED);
+    gauge("narwhal.engine.quarantined", "1 while the engine is quarantined", iid, EngineState.QUARANTINED);
+    gauge("narwhal.engine.held", "1 while the engine is held until an inference probe passes", iid, EngineState.HELD);
     for (FailureClass c : FailureClass.values()) {
-      Gauge.builder("narwhal.engine.breaker.streak", book, b -> b.streak(iid, c)).tags("iid", iid, "class", c.wireName()).register(registry);
+      Gauge.builder("narwhal.engine.breaker.streak", book, b -> b.streak(iid, c))
+          .description("consecutive failures of one class").tags("iid", iid, "class", c.wireName()).register(registry);
     }
+    EJECTION_CAUSES.forEach(cause -> ejections(iid, cause));
+    for (ProbeKind kind : ProbeKind.values()) {
+      for (ProbeOutcome outcome : ProbeOutcome.values()) probes(iid, kind, outcome);
+    }
+    READMISSION_EVIDENCE.forEach(evidence -> readmissions(iid, evidence));
+    refused();
   }
 
-  private void gauge(String name, String iid, EngineState state) {
-    Gauge.builder(name, book, b -> b.state(iid).filter(s -> s == state).isPresent() ? 1 : 0).tag("iid", iid).register(registry);
+  private void gauge(String name, String description, String iid, EngineState state) {
+    Gauge.builder(name, book, b -> b.state(iid).filter(s -> s == state).isPresent() ? 1 : 0).description(description)
+        .tag("iid", iid).register(registry);
+  }
+
+  private Counter ejections(String iid, String cause) {
+    return Counter.builder("narwhal.engine.ejections").description("engines ejected from placement, by cause")
+        .tags("iid", iid, "cause", cause).register(registry);
+  }
+
+  private Counter probes(String iid, ProbeKind kind, ProbeOutcome outcome) {
+    return Counter.builder("narwhal.engine.probes").description("breaker probes run, by kind and outcome")
+        .tags("iid", iid, "kind", kind.wireName(), "outcome", outcome.wireName()).register(registry);
+  }
+
+  private Counter readmissions(String iid, String evidence) {
+    return Counter.builder("narwhal.engine.readmissions").description("engines returned to placement, by evidence")
+        .tags("iid", iid, "evidence", evidence).register(registry);
+  }
+
+  private Counter refused() {
+    return Counter.builder("narwhal.admin.refused").description("admin commands refused for a missing or wrong token")
+        .register(registry);
   }
 
   void ejected(String iid, String cause) {
-    registry.counter("narwhal.engine.ejections", "iid", iid, "cause", cause).increment();
+    ejections(iid, cause).increment();
   }
 
   void probed(String iid, ProbeKind kind, ProbeOutcome outcome) {
-    registry.counter("narwhal.engine.probes", "iid", iid, "kind", kind.wireName(), "outcome", outcome.wireName()).increment();
+    probes(iid, kind, outcome).increment();
   }
 
   void readmitted(String iid, String evidence) {
-    registry.counter("narwhal.engine.readmissions", "iid", iid, "evidence", evidence).increment();
+    readmissions(iid, evidence).increment();
   }
 
   void adminRefused() {
-    registry.counter("narwhal.admin.refused").increment();
+    refused().increment();
   }
 }

@@ -14,18 +14,22 @@ final class PlacementClient {
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
 
   private final Vertx vertx;
+  private final RouterMetrics metrics;
 
-  PlacementClient(Vertx vertx) {
+  PlacementClient(Vertx vertx, RouterMetrics metrics) {
     this.vertx = vertx;
+    this.metrics = metrics;
   }
 
   /** Fails with the placement's {@code ReplyException} (e.g. {@code NO_ENGINE}) when no engine can take the phase. */
   Future<Reservation> reserve(ReserveRequest request) {
     return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_RESERVE, request.toJson(), LOCAL)
-        .map(msg -> Reservation.fromJson(msg.body()));
+        .map(msg -> Reservation.fromJson(msg.body()))
+        .onSuccess(r -> metrics.resident(r.iid(), r.phase(), 1));
   }
 
   void release(Reservation reservation) {
+    metrics.resident(reservation.iid(), reservation.phase(), -1);
     vertx.eventBus().send(Addresses.PLACEMENT_RELEASE, new JsonObject().put("id", reservation.id()), LOCAL);
   }
 

@@ -1,18 +1,30 @@
 package narwhal.router;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import narwhal.common.config.EngineConfig;
+import narwhal.common.fault.FaultKind;
+import narwhal.common.fault.Phase;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
- * The router's request metrics (CONTRACT §8.3), named so Prometheus shows {@code narwhal_*}. Label values
- * come from fixed sets (fault reasons, phases), never from request data.
+ * The router's request metrics (CONTRACT §8.3), named so Prometheus shows {@code narwhal_*}. Label values come
+ * from fixed sets (fault reasons, phases, the fleet's iids), never from request data, and every series is
+ * registered at zero from start so dashboards and alerts see it before the first event.
  */
 public final class RouterMetrics {
+  private static final List<String> EXPIRY_REASONS = List.of("request_deadline", FaultKind.HANDOFF_EXPIRED.reason());
+  private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "no_engine", "fleet_hold");
+
   private final MeterRegistry registry;
   private final Counter offered;
   private final Counter served;
@@ -25,21 +37,38 @@ public final class RouterMetrics {
   private final Counter retryDenied;
   private final Timer ttft;
   private final Timer firstByte;
+  private final Map<String, AtomicInteger> resident = new ConcurrentHashMap<>();
 
-  public RouterMetrics(MeterRegistry registry, Supplier<Number> retryCredits) {
+  public RouterMetrics(MeterRegistry registry, Supplier<Number> retryCredits, List<EngineConfig> engines) {
     this.registry = registry;
-    offered = Counter.builder("narwhal.offered").description("requests offered to the router").register(registry);
-    served = Counter.builder("narwhal.served").description("requests completed").register(registry);
-    cancelled = Counter.builder("narwhal.cancelled").description("requests the client abandoned").register(registry);
-    invalid = Counter.builder("narwhal.invalid.requests").description("requests refused as invalid").register(registry);
-    prefillAttempts = Counter.builder("narwhal.prefill.attempts").register(registry);
-    decodeAttempts = Counter.builder("narwhal.decode.attempts").register(registry);
-    retryAttempts = Counter.builder("narwhal.retry.attempts").register(registry);
-    servedAfterRetry = Counter.builder("narwhal.served.after.retry").register(registry);
-    retryDenied = Counter.builder("narwhal.retry.denied").register(registry);
-    registry.gauge("narwhal.retry.credits", retryCredits, s -> s.get().doubleValue());
+    offered = counter("narwhal.offered", "requests offered to the router");
+    served = counter("narwhal.served", "requests completed");
+    cancelled = counter("narwhal.cancelled", "requests the client abandoned");
+    invalid = counter("narwhal.invalid.requests", "requests refused as invalid");
+    prefillAttempts = counter("narwhal.prefill.attempts", "prefill legs dispatched");
+    decodeAttempts = counter("narwhal.decode.attempts", "decode legs dispatched");
+    retryAttempts = counter("narwhal.retry.attempts", "fresh attempts started after a failed one");
+    servedAfterRetry = counter("narwhal.served.after.retry", "requests completed by a retry");
+    retryDenied = counter("narwhal.retry.denied", "retries refused for want of a retry credit");
+    Gauge.builder("narwhal.retry.credits", retryCredits, s -> s.get().doubleValue()).description("retry credits in the pool")
+        .register(registry);
     ttft = latency("narwhal.ttft", "arrival to producer HTTP completion");
     firstByte = latency("narwhal.first.byte", "arrival to the first decode output");
+    for (FaultKind kind : FaultKind.values()) {
+      failedCounter(kind.reason());
+      for (Phase phase : Phase.values()) attemptFailures(phase.wireName(), kind.reason());
+    }
+    failedCounter("no_engine");
+    EXPIRY_REASONS.forEach(this::expiredCounter);
+    REJECTION_REASONS.forEach(this::rejectedCounter);
+    for (String outcome : List.of("applied", "refused")) reloads(outcome);
+    engines.forEach(e -> {
+      for (Phase phase : Phase.values()) residentGauge(e.iid(), phase);
+    });
+  }
+
+  private Counter counter(String name, String description) {
+    return Counter.builder(name).description(description).register(registry);
   }
 
   private Timer latency(String name, String description) {
@@ -47,25 +76,62 @@ public final class RouterMetrics {
         .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofSeconds(120)).register(registry);
   }
 
+  private Counter failedCounter(String reason) {
+    return Counter.builder("narwhal.failed").description("requests failed, by reason").tag("reason", reason).register(registry);
+  }
+
+  private Counter expiredCounter(String reason) {
+    return Counter.builder("narwhal.expired").description("requests expired, by reason").tag("reason", reason).register(registry);
+  }
+
+  private Counter rejectedCounter(String reason) {
+    return Counter.builder("narwhal.rejected").description("requests rejected at admission, by reason").tag("reason", reason)
+        .register(registry);
+  }
+
+  private Counter attemptFailures(String phase, String reason) {
+    return Counter.builder("narwhal.attempt.failures").description("failed legs, by phase and fault reason")
+        .tags("phase", phase, "reason", reason).register(registry);
+  }
+
+  private Counter reloads(String outcome) {
+    return Counter.builder("narwhal.config.reloads").description("fleet file reloads, by outcome").tag("outcome", outcome)
+        .register(registry);
+  }
+
+  private AtomicInteger residentGauge(String iid, Phase phase) {
+    return resident.computeIfAbsent(iid + "/" + phase.wireName(), k -> {
+      AtomicInteger value = new AtomicInteger();
+      Gauge.builder("narwhal.resident.requests", value, AtomicInteger::get)
+          .description("legs this router has reserved on an engine, by phase").tags("iid", iid, "phase", phase.wireName())
+          .register(registry);
+      return value;
+    });
+  }
+
   public void offered() { offered.increment(); }
   public void served(boolean afterRetry) {
     served.increment();
     if (afterRetry) servedAfterRetry.increment();
   }
-  public void failed(String reason) { registry.counter("narwhal.failed", "reason", reason).increment(); }
-  public void expired(String reason) { registry.counter("narwhal.expired", "reason", reason).increment(); }
-  public void rejected(String reason) { registry.counter("narwhal.rejected", "reason", reason).increment(); }
+  public void failed(String reason) { failedCounter(reason).increment(); }
+  public void expired(String reason) { expiredCounter(reason).increment(); }
+  public void rejected(String reason) { rejectedCounter(reason).increment(); }
   public void cancelled() { cancelled.increment(); }
   public void invalid() { invalid.increment(); }
   public void prefillAttempt() { prefillAttempts.increment(); }
   public void decodeAttempt() { decodeAttempts.increment(); }
   public void retryAttempt() { retryAttempts.increment(); }
   public void retryDenied() { retryDenied.increment(); }
-  public void attemptFailure(String phase, String reason) {
-    registry.counter("narwhal.attempt.failures", "phase", phase, "reason", reason).increment();
-  }
+  public void attemptFailure(String phase, String reason) { attemptFailures(phase, reason).increment(); }
   public void ttft(long nanos) { ttft.record(nanos, TimeUnit.NANOSECONDS); }
   public void firstByte(long nanos) { firstByte.record(nanos, TimeUnit.NANOSECONDS); }
+  public void configReload(boolean applied) { reloads(applied ? "applied" : "refused").increment(); }
+
+  /** A reservation taken (+1) or released (−1) on an engine for a phase. */
+  public void resident(String iid, Phase phase, int delta) {
+    residentGauge(iid, phase).addAndGet(delta);
+  }
 
   public MeterRegistry registry() {
     return registry;

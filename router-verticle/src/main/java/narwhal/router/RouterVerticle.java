@@ -54,8 +54,9 @@ public final class RouterVerticle extends VerticleBase {
     retryBudget = new RetryBudget(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     return Journal.open(vertx, cfg.journal().path()).compose(j -> {
       journal = j;
-      ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx), retryBudget, facts, journal,
-          new RouterMetrics(registry, retryBudget::credits), () -> ThreadLocalRandom.current().nextDouble());
+      RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
+      ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, metrics), retryBudget, facts, journal,
+          metrics, () -> ThreadLocalRandom.current().nextDouble());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       int port = portOverride >= 0 ? portOverride : cfg.server().port();
       return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true))

@@ -35,9 +35,11 @@ final class RouterHarness implements AutoCloseable {
   static final String MODEL = SimEngineOptions.DEFAULT_MODEL;
   static final String ADMIN_TOKEN = "test-admin-token";
 
-  final Vertx vertx = Vertx.vertx();
   final Map<String, SimEngine> engines = new LinkedHashMap<>();
   final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  final Vertx vertx = Vertx.builder()
+      .with(new io.vertx.core.VertxOptions().setMetricsOptions(new io.vertx.micrometer.MicrometerMetricsOptions().setEnabled(true)))
+      .withMetrics(new io.vertx.micrometer.MicrometerMetricsFactory(registry)).build();
   final Path journal;
   final HttpClientAgent http = vertx.createHttpClient();
   private final io.vertx.core.Context context = vertx.getOrCreateContext();
