@@ -55,6 +55,17 @@ final class RequestLifecycle {
   private Attempt current;
   private long ttftNanos = -1;
   private long firstByteNanos = -1;
+  /** The attempt whose failure scheduled the pending retry, its fault and its journal entry. */
+  private Attempt retried;
+  private EngineFault retriedFault;
+  private JsonObject retriedEntry;
+
+  /** A retry found no credit left when its prefill was about to dispatch (another request spent it meanwhile). */
+  private static final class RetryDenied extends RuntimeException {
+    RetryDenied() {
+      super("no retry credit at dispatch", null, false, false);
+    }
+  }
 
   /** The engines and handoff of one attempt. */
   private static final class Attempt {
@@ -106,11 +117,16 @@ final class RequestLifecycle {
 
   private Future<PrefillResult> prefill(Attempt a, Reservation producer) {
     a.producer = producer;
-    if (attempt > 1) ctx.retryBudget().trySpend();
+    if (a.number > 1) {
+      // The decision saw a credit; the retry spends it now, when its prefill dispatches. Another request may have
+      // spent the last one during the backoff: then this retry does not run.
+      if (!ctx.retryBudget().trySpend()) return Future.failedFuture(new RetryDenied());
+      ctx.metrics().retryAttempt();
+    }
     dispatched = true;
     ctx.metrics().prefillAttempt();
     PrefillCall call = new PrefillCall(producer.url(), request.endpoint(), request.body(), cfg.model(),
-        request.rid() + "-a" + a.number + "-prefill", Math.min(cfg.serving().prefillTimeoutMs(), Math.max(1, remainingMs())),
+        request.rid() + "-a" + a.number + "-prefill", cfg.serving().prefillTimeoutMs(),
         expectations(producer.iid()));
     return ctx.engines().prefill(call, cancelLegs.future())
         .onComplete(ar -> release(producer))
@@ -139,7 +155,7 @@ final class RequestLifecycle {
     boolean sameWorker = a.consumer.iid().equals(a.producer.iid());
     DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), cfg.model(),
         request.rid() + "-a" + a.number + "-decode", sameWorker,
-        Math.min(cfg.engine().firstTokenTimeoutMs(), Math.max(1, remainingMs())), cfg.engine().decodeReadTimeoutMs());
+        cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs());
     decode = ctx.engines().decode(handoff, call);
     decode.handler(event -> relay(a, event));
     return decode.end().onComplete(ar -> release(a.consumer));
@@ -171,6 +187,16 @@ final class RequestLifecycle {
 
   private void attemptFailed(Attempt a, Throwable err) {
     if (done) return;
+    if (remainingMs() <= 0) {
+      // A leg that fails at the very moment the original deadline passes lost a race with the deadline timer:
+      // the request's own deadline is what ended it (leg bounds are not clamped to it; its timer owns it).
+      expire();
+      return;
+    }
+    if (err instanceof RetryDenied) {
+      retryDenied(a);
+      return;
+    }
     if (err instanceof ReplyException reply) {
       noEngine(reply);
       return;
@@ -190,14 +216,17 @@ final class RequestLifecycle {
     String retryReason = RetryDecision.decide(new RetryDecision.Facts(dispatched, sink.committed(), a.number,
         cfg.serving().maxAttempts(), transientFault, backoffMs, remainingMs(), ctx.retryBudget().available()));
     boolean retry = RetryDecision.ALLOWED.equals(retryReason);
-    attemptFailures.add(new JsonObject().put("attempt", a.number).put("phase", fault.phase().wireName())
+    JsonObject entry = new JsonObject().put("attempt", a.number).put("phase", fault.phase().wireName())
         .put("reason", fault.kind().reason()).put("prefill_iid", a.producer.iid())
         .put("decode_iid", a.consumer == null ? null : a.consumer.iid()).put("status", fault.status())
         .put("transient", transientFault).put("output_started", sink.committed()).put("retry_reason", retryReason)
-        .put("backoff_s", retry ? backoffMs / 1000.0 : null).put("error_message", fault.detail()));
+        .put("backoff_s", retry ? backoffMs / 1000.0 : null).put("error_message", fault.detail());
+    attemptFailures.add(entry);
     ctx.metrics().attemptFailure(fault.phase().wireName(), fault.kind().reason());
     if (retry) {
-      ctx.metrics().retryAttempt();
+      retried = a;
+      retriedFault = fault;
+      retriedEntry = entry;
       backoffTimer = ctx.vertx().setTimer(Math.max(1, backoffMs), t -> {
         backoffTimer = -1;
         if (!done) runAttempt();
@@ -205,6 +234,24 @@ final class RequestLifecycle {
       return;
     }
     if ("shared_budget".equals(retryReason)) ctx.metrics().retryDenied();
+    fail(a, fault);
+  }
+
+  /**
+   * The retry scheduled after {@code retried} failed found the credit pool empty at dispatch: it never ran. The
+   * request ends with the fault that asked for it, and the journal records that retry as denied by the budget.
+   */
+  private void retryDenied(Attempt denied) {
+    release(denied.producer);
+    attempt = retried.number;
+    current = retried;
+    retriedEntry.put("retry_reason", "shared_budget").put("backoff_s", (Object) null);
+    ctx.metrics().retryDenied();
+    fail(retried, retriedFault);
+  }
+
+  /** Ends the request with an engine fault of attempt {@code a}: no attempt follows. */
+  private void fail(Attempt a, EngineFault fault) {
     // Before output an engine's own error type (4xx answer, error object) reaches the client as is; once output
     // exists the failure ends the stream (or the assembled answer) with the phase as its type (CONTRACT §3).
     String errorType = a.decodeOutput ? fault.phase().wireName() : fault.errorType();

@@ -62,6 +62,11 @@ public final class RouterMetrics {
     EXPIRY_REASONS.forEach(this::expiredCounter);
     REJECTION_REASONS.forEach(this::rejectedCounter);
     for (String outcome : List.of("applied", "refused")) reloads(outcome);
+    track(engines);
+  }
+
+  /** Registers the per-engine series of engines (idempotent; new engines after a reload). */
+  public void track(List<EngineConfig> engines) {
     engines.forEach(e -> {
       for (Phase phase : Phase.values()) residentGauge(e.iid(), phase);
     });

@@ -58,6 +58,8 @@ public final class RouterVerticle extends VerticleBase {
       ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, metrics), retryBudget, facts, journal,
           metrics, () -> ThreadLocalRandom.current().nextDouble());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
+      vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(metrics));
+      vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> metrics.configReload(false));
       int port = portOverride >= 0 ? portOverride : cfg.server().port();
       return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true))
           .requestHandler(router(cfg)).listen();
@@ -69,6 +71,14 @@ public final class RouterVerticle extends VerticleBase {
     Future<Void> closed = server == null ? Future.succeededFuture() : server.close();
     return closed.compose(v -> journal == null ? Future.succeededFuture() : journal.close())
         .compose(v -> engines == null ? Future.succeededFuture() : engines.close());
+  }
+
+  /** A reloaded fleet file: timeouts and limits are read per request; the retry pool and engine series follow here. */
+  private void reconfigured(RouterMetrics metrics) {
+    NarwhalConfig cfg = config.get();
+    retryBudget.resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
+    metrics.track(cfg.engines());
+    metrics.configReload(true);
   }
 
   /** The port the server listens on. */

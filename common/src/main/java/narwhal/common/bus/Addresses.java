@@ -16,6 +16,12 @@ public final class Addresses {
   public static final String FLEET_CHANGED = "narwhal.fleet.changed";
   /** Fire-and-forget: a non-request row for the journal (engine state changes, probes), written by the router's journal. */
   public static final String JOURNAL_EVENT = "narwhal.journal.event";
+  /** Local publish: the fleet file was reloaded; the body is the new configuration's JSON. */
+  public static final String CONFIG_CHANGED = "narwhal.config.changed";
+  /** Local publish: a changed fleet file was refused; {@code {"key", "message"}}. */
+  public static final String CONFIG_REFUSED = "narwhal.config.refused";
+  /** Cluster publish: every replica re-reads its fleet file now (the {@code reload-config} admin command). */
+  public static final String CONFIG_RELOAD = "narwhal.config.reload";
   /** Request-reply admin commands (CONTRACT §8.1). */
   public static final String ADMIN = "narwhal.admin";
 

@@ -1,0 +1,128 @@
+package narwhal.router;
+
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.json.JsonObject;
+import narwhal.sim.SimEngine;
+
+import java.nio.file.Files;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Assertions the failure-semantics tests share: the one journal row of a request, reservations back to
+ * zero, engines with no leg left running, and client-facing messages that name no engine address.
+ * Waiting is done with Vert.x timers and a bound, never by sleeping the test thread for a fixed time.
+ *
+ * <p>HTTP exchanges run on a Vert.x context: wiring {@code request().compose(send).compose(body)} from the
+ * JUnit thread races with a fast response, which can end before {@code body()} is attached, and the body future
+ * then never completes (seen as rare 30 s hangs on tiny GETs). On a context the callbacks are wired in order.
+ */
+final class FailureChecks {
+  private FailureChecks() {
+  }
+
+  static RouterHarness.Reply post(RouterHarness h, String path, JsonObject body) {
+    return send(h, h.routerUrl() + path, HttpMethod.POST, body.toBuffer());
+  }
+
+  static RouterHarness.Reply get(RouterHarness h, String path) {
+    return send(h, h.routerUrl() + path, HttpMethod.GET, null);
+  }
+
+  static RouterHarness.Reply direct(RouterHarness h, narwhal.sim.SimEngine engine, String path, JsonObject body) {
+    return send(h, engine.url() + path, HttpMethod.POST, body.toBuffer());
+  }
+
+  /** Starts a POST and returns at once: for requests that must be in flight together. */
+  static Future<RouterHarness.Reply> postAsync(RouterHarness h, String path, JsonObject body) {
+    return sendAsync(h, h.routerUrl() + path, HttpMethod.POST, body.toBuffer());
+  }
+
+  private static RouterHarness.Reply send(RouterHarness h, String url, HttpMethod method, Buffer body) {
+    return RouterHarness.await(sendAsync(h, url, method, body));
+  }
+
+  private static Future<RouterHarness.Reply> sendAsync(RouterHarness h, String url, HttpMethod method, Buffer body) {
+    Context context = h.vertx.getOrCreateContext();
+    Promise<RouterHarness.Reply> reply = Promise.promise();
+    context.runOnContext(v -> {
+      RequestOptions options = new RequestOptions().setMethod(method).setAbsoluteURI(url).putHeader("content-type", "application/json");
+      h.http.request(options)
+          .compose(req -> body == null ? req.send() : req.send(body))
+          .compose(resp -> resp.body().map(b -> new RouterHarness.Reply(resp.statusCode(), resp.getHeader("x-request-id"),
+              resp.getHeader("retry-after"), resp.getHeader("content-type"), b.toString())))
+          .onComplete(reply);
+    });
+    return reply.future();
+  }
+
+  /** Runs {@code action} on a Vert.x context (so HTTP callbacks are wired before any event can arrive). */
+  static void onContext(RouterHarness h, Runnable action) {
+    h.vertx.getOrCreateContext().runOnContext(v -> action.run());
+  }
+
+  /** Reservations placement holds now, asked on the local bus (no HTTP exchange involved). */
+  static int reservations(RouterHarness h) {
+    return RouterHarness.await(h.vertx.eventBus().<JsonObject>request(narwhal.common.bus.Addresses.PLACEMENT_STATE, new JsonObject()))
+        .body().getInteger("reservations");
+  }
+
+  /** Polls {@code condition} every 20 ms until it holds or 10 s have passed; then asserts it. */
+  static void eventually(RouterHarness h, BooleanSupplier condition, Supplier<String> what) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        assertTrue(condition.getAsBoolean(), what.get());
+        return;
+      }
+      RouterHarness.await(Future.<Void>future(p -> h.vertx.setTimer(20, t -> p.complete())));
+    }
+  }
+
+  static List<JsonObject> rows(RouterHarness h) {
+    try {
+      return Files.readAllLines(h.journal).stream().filter(l -> !l.isBlank()).map(JsonObject::new).toList();
+    } catch (java.io.IOException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /** The journal row of {@code rid}, asserting there is exactly one. */
+  static JsonObject rowFor(RouterHarness h, String rid) {
+    eventually(h, () -> rows(h).stream().anyMatch(r -> rid.equals(r.getString("rid"))), () -> "no journal row for " + rid);
+    List<JsonObject> mine = rows(h).stream().filter(r -> rid.equals(r.getString("rid"))).toList();
+    assertEquals(1, mine.size(), "exactly one journal row for " + rid + ": " + mine);
+    return RouterHarness.checkedTiming(mine.get(0));
+  }
+
+  /** Placement holds no reservation, and no engine still runs or queues a leg (the router closed them all). */
+  static void allReleased(RouterHarness h) {
+    eventually(h, () -> reservations(h) == 0, () -> "reservations leaked: " + reservations(h));
+    for (SimEngine e : h.engines.values()) {
+      eventually(h, () -> e.stats().getLong("running") == 0 && e.stats().getLong("waiting") == 0,
+          () -> e.name() + " still runs a leg: " + e.stats());
+    }
+  }
+
+  /** A client-facing text names no engine host, port or URL. */
+  static void namesNoEngine(RouterHarness h, String text) {
+    assertFalse(text.contains("127.0.0.1"), text);
+    assertFalse(text.contains("localhost"), text);
+    assertFalse(text.contains("http://"), text);
+    for (SimEngine e : h.engines.values()) {
+      assertFalse(text.contains(":" + e.port()) || text.contains(String.valueOf(e.port())), "engine port in: " + text);
+      assertFalse(text.contains(String.valueOf(e.sideChannelPort())), "side-channel port in: " + text);
+    }
+  }
+}
