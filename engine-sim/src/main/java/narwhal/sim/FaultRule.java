@@ -211,7 +211,7 @@ public final class FaultRule {
   }
 
   private void validateParams() {
-    for (String numeric : new String[] {"after", "frames", "interval_ms", "seconds", "itl_ms", "status", "code"}) {
+    for (String numeric : new String[] {"after", "frames", "interval_ms", "seconds", "itl_ms", "keepalive_ms", "status", "code"}) {
       Object v = params.getValue(numeric);
       if (v != null && !(v instanceof Number && ((Number) v).doubleValue() >= 0)) {
         throw new IllegalArgumentException("fault parameter " + numeric + " must be a non-negative number, got " + v);

@@ -247,6 +247,8 @@ final class InferenceRun {
       }
       long itl = emitted == 0 ? 0 : Math.round(interTokenMs());
       if (itl > 0 && !waited) {
+        long keepalive = kind == FaultKind.SLOW_TOKENS ? Math.round(fault.doubleParam("keepalive_ms", 0)) : 0;
+        if (keepalive > 0) keepAlive(System.nanoTime() + itl * 1_000_000, keepalive);
         timer(itl, () -> emitFrom(done, limit, true));
         return;
       }
@@ -257,6 +259,16 @@ final class InferenceRun {
         return;
       }
     }
+  }
+
+  /** {@code slow_tokens} with {@code keepalive_ms}: metadata frames while waiting for the next token, as engines that heartbeat do. */
+  private void keepAlive(long untilNanos, long everyMs) {
+    timer(everyMs, () -> {
+      if (!closed && System.nanoTime() + everyMs * 1_000_000 < untilNanos) {
+        metadataFrame();
+        keepAlive(untilNanos, everyMs);
+      }
+    });
   }
 
   private double interTokenMs() {
