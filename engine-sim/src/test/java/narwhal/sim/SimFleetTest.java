@@ -20,7 +20,9 @@ class SimFleetTest {
 
   @Test
   void fleetStartsNamedEnginesWithTheirRolesAndClosesThemAll(Vertx vertx) throws Exception {
-    List<SimEngineOptions> options = SimMain.parse(new String[] {"--engines", "4", "--roles", "prefill,prefill,decode,decode"});
+    List<String> roles = List.of("prefill", "prefill", "decode", "decode");
+    List<SimEngineOptions> options = new java.util.ArrayList<>();
+    for (int k = 0; k < roles.size(); k++) options.add(new SimEngineOptions().setName(roles.get(k) + "-" + k).setRole(roles.get(k)));
     SimFleet fleet = SimFleet.start(vertx, options).await();
     SimClient http = new SimClient(vertx);
     assertEquals(4, fleet.engines().size());
