@@ -170,7 +170,7 @@ final class SimClient {
     });
   }
 
-  /** Polls a condition on Vert.x timers (never Thread.sleep) until it holds; false if it never does. */
+  /** Polls a condition on Vert.x timers until it holds (the test thread waits on a timer, never sleeps); false if it never does. */
   boolean eventually(BooleanSupplier condition) {
     for (int i = 0; i < 500; i++) {
       if (condition.getAsBoolean()) {
