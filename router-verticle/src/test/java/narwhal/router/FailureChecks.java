@@ -23,48 +23,27 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Assertions the failure-semantics tests share: the one journal row of a request, reservations back to
  * zero, engines with no leg left running, and client-facing messages that name no engine address.
  * Waiting is done with Vert.x timers and a bound, never by sleeping the test thread for a fixed time.
- *
- * <p>HTTP exchanges run on a Vert.x context: wiring {@code request().compose(send).compose(body)} from the
- * JUnit thread races with a fast response, which can end before {@code body()} is attached, and the body future
- * then never completes (seen as rare 30 s hangs on tiny GETs). On a context the callbacks are wired in order.
+ * HTTP exchanges go through {@link RouterHarness}, which wires them on a Vert.x context.
  */
 final class FailureChecks {
   private FailureChecks() {
   }
 
   static RouterHarness.Reply post(RouterHarness h, String path, JsonObject body) {
-    return send(h, h.routerUrl() + path, HttpMethod.POST, body.toBuffer());
+    return h.post(path, body);
   }
 
   static RouterHarness.Reply get(RouterHarness h, String path) {
-    return send(h, h.routerUrl() + path, HttpMethod.GET, null);
+    return h.get(path);
   }
 
   static RouterHarness.Reply direct(RouterHarness h, narwhal.sim.SimEngine engine, String path, JsonObject body) {
-    return send(h, engine.url() + path, HttpMethod.POST, body.toBuffer());
+    return h.direct(engine, path, body);
   }
 
   /** Starts a POST and returns at once: for requests that must be in flight together. */
   static Future<RouterHarness.Reply> postAsync(RouterHarness h, String path, JsonObject body) {
-    return sendAsync(h, h.routerUrl() + path, HttpMethod.POST, body.toBuffer());
-  }
-
-  private static RouterHarness.Reply send(RouterHarness h, String url, HttpMethod method, Buffer body) {
-    return RouterHarness.await(sendAsync(h, url, method, body));
-  }
-
-  private static Future<RouterHarness.Reply> sendAsync(RouterHarness h, String url, HttpMethod method, Buffer body) {
-    Context context = h.vertx.getOrCreateContext();
-    Promise<RouterHarness.Reply> reply = Promise.promise();
-    context.runOnContext(v -> {
-      RequestOptions options = new RequestOptions().setMethod(method).setAbsoluteURI(url).putHeader("content-type", "application/json");
-      h.http.request(options)
-          .compose(req -> body == null ? req.send() : req.send(body))
-          .compose(resp -> resp.body().map(b -> new RouterHarness.Reply(resp.statusCode(), resp.getHeader("x-request-id"),
-              resp.getHeader("retry-after"), resp.getHeader("content-type"), b.toString())))
-          .onComplete(reply);
-    });
-    return reply.future();
+    return h.postAsync(path, body);
   }
 
   /** Runs {@code action} on a Vert.x context (so HTTP callbacks are wired before any event can arrive). */

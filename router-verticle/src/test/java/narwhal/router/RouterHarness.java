@@ -140,13 +140,22 @@ final class RouterHarness implements AutoCloseable {
     return send(engine.url() + path, HttpMethod.POST, body.toBuffer(), Map.of());
   }
 
+  /** Starts a POST and returns at once: for requests that must be in flight together. */
+  Future<Reply> postAsync(String path, JsonObject body) {
+    return sendAsync(routerUrl() + path, HttpMethod.POST, body.toBuffer(), Map.of());
+  }
+
   private Reply send(String url, HttpMethod method, Buffer body, Map<String, String> headers) {
+    return await(sendAsync(url, method, body, headers));
+  }
+
+  private Future<Reply> sendAsync(String url, HttpMethod method, Buffer body, Map<String, String> headers) {
     RequestOptions options = new RequestOptions().setMethod(method).setAbsoluteURI(url).putHeader("content-type", "application/json");
     headers.forEach(options::putHeader);
-    return await(onContext(() -> http.request(options)
+    return onContext(() -> http.request(options)
         .compose(req -> body == null ? req.send() : req.send(body))
         .compose(resp -> resp.body().map(b -> new Reply(resp.statusCode(), resp.getHeader("x-request-id"),
-            resp.getHeader("retry-after"), resp.getHeader("content-type"), b.toString())))));
+            resp.getHeader("retry-after"), resp.getHeader("content-type"), b.toString()))));
   }
 
   /**
