@@ -4,7 +4,6 @@ import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.Json;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import narwhal.common.config.NarwhalConfig;
@@ -34,23 +33,23 @@ final class InferenceHandler implements Handler<RoutingContext> {
     NarwhalConfig cfg = ctx.config().get();
     String rid = rc.get(RouterVerticle.RID);
     String clientRid = rc.request().getHeader("x-request-id");
-    Instant arrived = Instant.now();
-    long arrivedNanos = System.nanoTime();
+    Instant arrived = rc.get(EdgeRefusal.ARRIVED);
+    long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
     ctx.metrics().offered();
     JsonObject body;
     try {
       body = parse(rc.body().buffer());
     } catch (DecodeException | ClassCastException e) {
-      refuse(rc, rid, clientRid, arrived, arrivedNanos, EdgeError.invalid("body: expected a JSON object", null), "invalid");
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("body: expected a JSON object", null), "invalid");
       return;
     }
     Optional<EdgeError> invalid = RequestValidator.check(body, chat, cfg.model());
     if (invalid.isPresent()) {
-      refuse(rc, rid, clientRid, arrived, arrivedNanos, invalid.get(), "invalid");
+      EdgeRefusal.refuse(ctx, rc, invalid.get(), "invalid");
       return;
     }
     if (inFlight >= cfg.serving().maxConnections()) {
-      refuse(rc, rid, clientRid, arrived, arrivedNanos, EdgeError.overloaded(), "rejected");
+      EdgeRefusal.refuse(ctx, rc, EdgeError.overloaded(), "rejected");
       return;
     }
     body.remove("kv_transfer_params");
@@ -69,17 +68,5 @@ final class InferenceHandler implements Handler<RoutingContext> {
     if (buffer == null || buffer.length() == 0) throw new DecodeException("empty body");
     Object value = Json.decodeValue(buffer);
     return (JsonObject) value;
-  }
-
-  private void refuse(RoutingContext rc, String rid, String clientRid, Instant arrived, long arrivedNanos, EdgeError error,
-                      String terminal) {
-    if ("invalid".equals(terminal)) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
-    error.send(rc.response());
-    ctx.journal().append(new JsonObject().put("rid", rid).put("client_rid", clientRid).put("arrived", arrived.toString())
-        .put("terminal", terminal).put("reason", error.reason()).put("status", error.status()).put("error_type", error.type())
-        .put("ttft_s", (Object) null).put("first_byte_s", (Object) null).put("prefill_iid", (Object) null)
-        .put("decode_iid", (Object) null).put("crossed", (Object) null).put("attempts", 0)
-        .put("attempt_failures", new JsonArray()).put("output_len", 0)
-        .put("duration_s", (System.nanoTime() - arrivedNanos) / 1e9));
   }
 }

@@ -91,6 +91,7 @@ public final class RouterVerticle extends VerticleBase {
     router.route().handler(rc -> {
       String rid = UUID.randomUUID().toString();
       rc.put(RID, rid);
+      EdgeRefusal.arrived(rc);
       rc.response().putHeader("x-request-id", rid);
       rc.next();
     });
@@ -116,11 +117,13 @@ public final class RouterVerticle extends VerticleBase {
     try {
       if (length != null && Long.parseLong(length.trim()) > limit) {
         rc.response().putHeader("connection", "close");
-        EdgeError.tooLarge(limit).send(rc.response());
+        ctx.metrics().offered();
+        EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(limit), "invalid");
         return;
       }
     } catch (NumberFormatException e) {
-      EdgeError.invalid("content-length: expected a number", null).send(rc.response());
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("content-length: expected a number", null), "invalid");
       return;
     }
     rc.next();
@@ -128,9 +131,13 @@ public final class RouterVerticle extends VerticleBase {
 
   private void failure(RoutingContext rc) {
     int status = rc.statusCode();
-    if (status == 413) rc.response().putHeader("connection", "close");
-    EdgeError error = status == 413 ? EdgeError.tooLarge(config.get().serving().maxRequestBytes())
-        : status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
+    if (status == 413) {
+      rc.response().putHeader("connection", "close");
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(config.get().serving().maxRequestBytes()), "invalid");
+      return;
+    }
+    EdgeError error = status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
         : status >= 400 && status < 500 ? EdgeError.invalid("malformed request", null)
         : new EdgeError(500, "internal_error", "internal router error", null, null, "internal", false);
     error.send(rc.response());

@@ -70,9 +70,11 @@ class EdgeErrorsTest {
   }
 
   @Test
-  void oversizedBodyIs413() {
+  void oversizedBodyIs413AndJournalled() throws Exception {
     String prompt = "x".repeat(4096);
-    assertError(h.post("/v1/completions", new JsonObject().put("prompt", prompt)), 413, "request_too_large", "");
+    RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", prompt));
+    assertError(reply, 413, "request_too_large", "");
+    assertEquals("invalid", h.journalRow(reply.requestId()).getString("terminal"));
   }
 
   @Test

@@ -1,0 +1,39 @@
+package narwhal.router;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+
+import java.time.Instant;
+
+/**
+ * Answers an inference request refused at the edge (invalid body, too large, in-flight limit) and gives it its
+ * journal row and metrics, like every other ending: one terminal row per request.
+ */
+final class EdgeRefusal {
+  static final String ARRIVED = "narwhal.arrived";
+  static final String ARRIVED_NANOS = "narwhal.arrived.nanos";
+
+  private EdgeRefusal() {
+  }
+
+  /** Notes the arrival of a request on its routing context; the first handler of every route calls it. */
+  static void arrived(RoutingContext rc) {
+    rc.put(ARRIVED, Instant.now());
+    rc.put(ARRIVED_NANOS, System.nanoTime());
+  }
+
+  /** {@code terminal} is {@code invalid} or {@code rejected}. */
+  static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, String terminal) {
+    if ("invalid".equals(terminal)) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
+    error.send(rc.response());
+    Instant arrived = rc.get(ARRIVED);
+    long arrivedNanos = rc.get(ARRIVED_NANOS);
+    ctx.journal().append(new JsonObject().put("rid", rc.get(RouterVerticle.RID)).put("client_rid", rc.request().getHeader("x-request-id"))
+        .put("arrived", arrived.toString()).put("terminal", terminal).put("reason", error.reason()).put("status", error.status())
+        .put("error_type", error.type()).put("ttft_s", (Object) null).put("first_byte_s", (Object) null)
+        .put("prefill_iid", (Object) null).put("decode_iid", (Object) null).put("crossed", (Object) null).put("attempts", 0)
+        .put("attempt_failures", new JsonArray()).put("output_len", 0)
+        .put("duration_s", (System.nanoTime() - arrivedNanos) / 1e9));
+  }
+}
