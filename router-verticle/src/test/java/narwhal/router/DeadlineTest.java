@@ -41,10 +41,7 @@ class DeadlineTest {
 
   @BeforeEach
   void clear() {
-    h.engines.values().forEach(e -> {
-      e.faults().clear();
-      e.clearRequests();
-    });
+    h.resetEngines();
   }
 
   private static void assertExpired(RouterHarness.Reply reply) {

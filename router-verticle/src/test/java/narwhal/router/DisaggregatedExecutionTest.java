@@ -37,10 +37,7 @@ class DisaggregatedExecutionTest {
 
   @BeforeEach
   void clear() {
-    h.engines.values().forEach(e -> {
-      e.clearRequests();
-      e.faults().clear();
-    });
+    h.resetEngines();
   }
 
   static JsonObject completion(boolean stream) {

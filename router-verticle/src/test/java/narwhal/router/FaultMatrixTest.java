@@ -80,10 +80,7 @@ class FaultMatrixTest {
 
   @BeforeEach
   void clear() {
-    h.engines.values().forEach(e -> {
-      e.faults().clear();
-      e.clearRequests();
-    });
+    h.resetEngines();
   }
 
   /** What one engine answers directly for {@link #completion}: the text any correct path must relay. */

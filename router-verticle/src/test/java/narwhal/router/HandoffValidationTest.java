@@ -31,10 +31,7 @@ class HandoffValidationTest {
 
   @BeforeEach
   void clear() {
-    h.engines.values().forEach(e -> {
-      e.clearRequests();
-      e.faults().clear();
-    });
+    h.resetEngines();
   }
 
   @ParameterizedTest

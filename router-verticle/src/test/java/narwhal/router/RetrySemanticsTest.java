@@ -48,10 +48,7 @@ class RetrySemanticsTest {
 
   @BeforeEach
   void clear() {
-    h.engines.values().forEach(e -> {
-      e.faults().clear();
-      e.clearRequests();
-    });
+    h.resetEngines();
   }
 
   /** Sends {@code body} until {@code engine}'s injected fault has been consumed; returns the reply of that request. */

@@ -90,6 +90,14 @@ final class RouterHarness implements AutoCloseable {
     return start(engineSpecs, UnaryOperator.identity());
   }
 
+  /** Clears every engine's faults and request log: each test starts from a clean fleet. */
+  void resetEngines() {
+    engines.values().forEach(e -> {
+      e.faults().clear();
+      e.clearRequests();
+    });
+  }
+
   SimEngine engine(String iid) {
     return engines.get(iid);
   }
