@@ -22,6 +22,11 @@ import java.util.function.LongSupplier;
  * outcomes, probe results, liveness results, clock ticks and admin commands, and answers with the
  * {@link BreakerAction}s to carry out. Streaks are consecutive failures per class; a class's verdict comes at
  * {@code recovery.eject_after}. Holds and quarantines never take away the last engine covering a role.
+ *
+ * <p>In a cluster (CONTRACT §6.7) each replica keeps a book: a failure is recorded with the cluster-wide streak the
+ * caller counted ({@link #record(LegOutcome, int)}), and states, streaks and the fleet hold decided by other replicas
+ * are taken over with {@link #applyRemote}, {@link #applyStreak} and {@link #applyFleetHold}. Every state carries a
+ * version (time of change, deciding replica) so the newest wins whatever order versions arrive in.
  */
 public final class BreakerBook {
   private static final Set<FailureClass> HOLDING = EnumSet.of(FailureClass.STREAM, FailureClass.KV_HANDOFF, FailureClass.INFERENCE_STATUS);
@@ -29,14 +34,24 @@ public final class BreakerBook {
 
   private final Map<String, EngineRecord> engines = new LinkedHashMap<>();
   private final LongSupplier clockMs;
+  private final String origin;
   private RecoveryConfig recovery;
   private boolean contractPinned;
   private boolean fleetHold;
+  private long fleetHoldChangedMs;
+  private String fleetHoldBy = "";
 
   public BreakerBook(List<EngineConfig> engines, RecoveryConfig recovery, boolean contractPinned, LongSupplier clockMs) {
+    this(engines, recovery, contractPinned, clockMs, "");
+  }
+
+  /** @param origin this replica's name, stamped on the states it decides */
+  public BreakerBook(List<EngineConfig> engines, RecoveryConfig recovery, boolean contractPinned, LongSupplier clockMs,
+                     String origin) {
     this.recovery = recovery;
     this.contractPinned = contractPinned;
     this.clockMs = clockMs;
+    this.origin = origin;
     setEngines(engines);
   }
 
@@ -58,8 +73,18 @@ public final class BreakerBook {
     engines.putAll(kept);
   }
 
-  /** A leg's outcome, as the router reported it. */
+  /** A leg's outcome, as the router reported it; a failure extends this book's streak by one. */
   public List<BreakerAction> record(LegOutcome o) {
+    EngineRecord r = engines.get(o.iid());
+    int streak = r == null || o.success() || o.failureClass() == null ? 0 : r.streaks.get(o.failureClass()) + 1;
+    return record(o, streak);
+  }
+
+  /**
+   * A leg's outcome with, for a failure of a class, the streak it makes cluster-wide (counted by the caller in shared
+   * state, this failure included); a success resets the classes it proves healthy as {@link #record(LegOutcome)} does.
+   */
+  public List<BreakerAction> record(LegOutcome o, int clusterStreak) {
     EngineRecord r = engines.get(o.iid());
     List<BreakerAction> actions = new ArrayList<>();
     if (r == null) return actions;
@@ -74,7 +99,8 @@ public final class BreakerBook {
       if ("engine_rejected".equals(o.reason())) r.reset(FailureClass.CONNECTION);
       return actions;
     }
-    int streak = r.bump(o.failureClass());
+    int streak = Math.max(1, clusterStreak);
+    r.streaks.put(o.failureClass(), streak);
     if (o.failureClass() == FailureClass.STREAM && o.producerIid() != null) r.probeProducer = o.producerIid();
     if (r.state != EngineState.SERVING) return actions;
     if (streak >= recovery.ejectAfter()) {
@@ -137,11 +163,17 @@ public final class BreakerBook {
   /** A liveness sweep's {@code /health} answer for a serving engine. */
   public List<BreakerAction> liveness(String iid, boolean healthy) {
     EngineRecord r = engines.get(iid);
+    return liveness(iid, healthy, r == null ? 0 : r.streaks.get(FailureClass.LIVENESS) + 1);
+  }
+
+  /** A liveness answer with, for a miss, the cluster-wide count of consecutive misses (this one included). */
+  public List<BreakerAction> liveness(String iid, boolean healthy, int clusterMisses) {
+    EngineRecord r = engines.get(iid);
     List<BreakerAction> actions = new ArrayList<>();
     if (r == null || r.state != EngineState.SERVING) return actions;
     if (healthy) {
       r.reset(FailureClass.LIVENESS);
-    } else if (r.bump(FailureClass.LIVENESS) >= recovery.livenessMisses()) {
+    } else if (setStreak(r, FailureClass.LIVENESS, Math.max(1, clusterMisses)) >= recovery.livenessMisses()) {
       r.reset(FailureClass.LIVENESS);
       eject(r, FailureClass.LIVENESS.wireName(), actions);
     }
@@ -218,10 +250,94 @@ public final class BreakerBook {
       move(r, EngineState.SERVING, "wave_restart", actions);
     }
     if (fleetHold) {
-      fleetHold = false;
+      setFleetHold(false);
       actions.add(new BreakerAction.FleetHold(false));
     }
     return actions;
+  }
+
+  // Cluster state (CONTRACT §6.7)
+
+  /**
+   * Takes over an engine state another replica decided, unless this book holds a newer version. Returns the change it
+   * made, for local bookkeeping; nothing of it is to be published again.
+   */
+  public Optional<BreakerAction.StateChange> applyRemote(EngineStateEvent event) {
+    EngineRecord r = engines.get(event.iid());
+    if (r == null || !EngineStateEvent.newer(event.changedMs(), event.origin(), r.changedMs, r.changedBy)) {
+      return Optional.empty();
+    }
+    EngineState from = r.state;
+    r.changedMs = event.changedMs();
+    r.changedBy = event.origin();
+    r.state = event.state();
+    r.cause = event.state() == EngineState.SERVING ? null : event.cause();
+    r.quarantineUntilMs = event.state() == EngineState.QUARANTINED ? event.untilMs() : 0;
+    if (event.producer() != null) r.probeProducer = event.producer();
+    if (event.state() == EngineState.SERVING && (from == EngineState.HELD || from == EngineState.EJECTED)) r.probeProducer = null;
+    return from == event.state() ? Optional.empty()
+        : Optional.of(new BreakerAction.StateChange(event.iid(), from, event.state(), event.cause()));
+  }
+
+  /** Takes over the fleet hold another replica put or lifted, unless this book's version is newer; true if it changed. */
+  public boolean applyFleetHold(boolean held, long changedMs, String by) {
+    if (!EngineStateEvent.newer(changedMs, by, fleetHoldChangedMs, fleetHoldBy)) return false;
+    fleetHoldChangedMs = changedMs;
+    fleetHoldBy = by;
+    boolean changed = fleetHold != held;
+    fleetHold = held;
+    return changed;
+  }
+
+  /** Takes over a cluster-wide streak value (another replica counted a failure or reset the class). */
+  public void applyStreak(String iid, FailureClass c, int streak) {
+    EngineRecord r = engines.get(iid);
+    if (r != null) r.streaks.put(c, Math.max(0, streak));
+  }
+
+  /** The state of an engine with its version, as other replicas take it over; empty for an unknown engine. */
+  public Optional<EngineStateEvent> stateEvent(String iid) {
+    EngineRecord r = engines.get(iid);
+    return r == null ? Optional.empty() : Optional.of(r.event());
+  }
+
+  /** The version of the fleet hold: ({@code changedMs}, {@code by}). */
+  public long fleetHoldChangedMs() {
+    return fleetHoldChangedMs;
+  }
+
+  public String fleetHoldBy() {
+    return fleetHoldBy;
+  }
+
+  /** A probe this book asked for is not run here (another replica holds the engine's probe lock). */
+  public void probeSkipped(String iid) {
+    EngineRecord r = engines.get(iid);
+    if (r != null) r.probing = false;
+  }
+
+  /**
+   * Whether a probe of {@code kind} still has something to decide, checked once the probe lock is taken and the
+   * shared state re-read: held and ejected engines, and serving ones whose timeout or overload streak asked for a
+   * health probe.
+   */
+  public boolean needsProbe(String iid, ProbeKind kind) {
+    EngineRecord r = engines.get(iid);
+    if (r == null) return false;
+    return r.state == EngineState.HELD || r.state == EngineState.EJECTED || kind == ProbeKind.HEALTH && r.state == EngineState.SERVING;
+  }
+
+  /** Every engine's streaks, copied: callers compare two of these to see which streaks a step changed. */
+  public Map<String, Map<FailureClass, Integer>> streaks() {
+    Map<String, Map<FailureClass, Integer>> out = new LinkedHashMap<>();
+    engines.forEach((iid, r) -> out.put(iid, new java.util.EnumMap<>(r.streaks)));
+    return out;
+  }
+
+  /** When an engine's quarantine ends (epoch ms of the book's clock), or 0 when it is not quarantined. */
+  public long quarantineUntil(String iid) {
+    EngineRecord r = engines.get(iid);
+    return r == null || r.state != EngineState.QUARANTINED ? 0 : r.quarantineUntilMs;
   }
 
   public boolean knows(String iid) {
@@ -267,7 +383,7 @@ public final class BreakerBook {
   private void eject(EngineRecord r, String cause, List<BreakerAction> actions) {
     move(r, EngineState.EJECTED, cause, actions);
     if (recovery.wholeWave() && !fleetHold) {
-      fleetHold = true;
+      setFleetHold(true);
       actions.add(new BreakerAction.FleetHold(true));
     }
   }
@@ -278,11 +394,31 @@ public final class BreakerBook {
     actions.add(new BreakerAction.Probe(r.engine.iid(), kind, producer));
   }
 
+  private void setFleetHold(boolean held) {
+    fleetHold = held;
+    fleetHoldChangedMs = Math.max(clockMs.getAsLong(), fleetHoldChangedMs + 1);
+    fleetHoldBy = origin;
+  }
+
+  /**
+   * Moves an engine; a change of state, or a new end of a quarantine, is an action to publish and gets a new version,
+   * later than the one it replaces even if another replica's clock ran ahead.
+   */
   private void move(EngineRecord r, EngineState to, String cause, List<BreakerAction> actions) {
     EngineState from = r.state;
+    boolean requarantined = from == EngineState.QUARANTINED && to == EngineState.QUARANTINED;
     r.state = to;
     r.cause = to == EngineState.SERVING ? null : cause;
-    if (from != to) actions.add(new BreakerAction.StateChange(r.engine.iid(), from, to, cause));
+    if (from != to || requarantined) {
+      r.changedMs = Math.max(clockMs.getAsLong(), r.changedMs + 1);
+      r.changedBy = origin;
+      actions.add(new BreakerAction.StateChange(r.engine.iid(), from, to, cause));
+    }
+  }
+
+  private static int setStreak(EngineRecord r, FailureClass c, int streak) {
+    r.streaks.put(c, streak);
+    return streak;
   }
 
   private static void clearStreaks(EngineRecord r) {

@@ -8,7 +8,11 @@ import narwhal.common.fault.FailureClass;
 import java.util.EnumMap;
 import java.util.Map;
 
-/** The breaker's view of one engine: placement state and why, streaks per failure class, quarantine end, probe in flight. */
+/**
+ * The breaker's view of one engine: placement state and why, streaks per failure class, quarantine end, probe in flight,
+ * and the version of the state ({@code changedMs}, {@code changedBy}: which replica's book set it), compared when another
+ * replica's version arrives.
+ */
 final class EngineRecord {
   EngineConfig engine;
   EngineState state = EngineState.SERVING;
@@ -19,14 +23,12 @@ final class EngineRecord {
   String probeCause;
   String lastProbe;
   boolean probing;
+  long changedMs;
+  String changedBy = "";
 
   EngineRecord(EngineConfig engine) {
     this.engine = engine;
     for (FailureClass c : FailureClass.values()) streaks.put(c, 0);
-  }
-
-  int bump(FailureClass c) {
-    return streaks.merge(c, 1, Integer::sum);
   }
 
   void reset(FailureClass c) {
@@ -39,5 +41,10 @@ final class EngineRecord {
     return new JsonObject().put("iid", engine.iid()).put("state", state.wireName()).put("cause", cause).put("streaks", s)
         .put("quarantine_until_ms", quarantineUntilMs == 0 ? null : quarantineUntilMs).put("probing", probing)
         .put("last_probe", lastProbe);
+  }
+
+  EngineStateEvent event() {
+    return new EngineStateEvent(engine.iid(), state, cause, state == EngineState.QUARANTINED ? quarantineUntilMs : 0,
+        probeProducer, changedMs, changedBy);
   }
 }

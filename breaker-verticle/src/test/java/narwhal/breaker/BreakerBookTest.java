@@ -215,4 +215,141 @@ class BreakerBookTest {
     assertEquals(EngineState.SERVING, b.state("D0").orElseThrow());
     assertFalse(b.fleetHold());
   }
+
+  // Cluster state (CONTRACT §6.7): what another replica decided, taken over by this book
+
+  private BreakerBook replica(String origin, String recoveryJson) {
+    return new BreakerBook(FLEET, recovery(recoveryJson), false, now::get, origin);
+  }
+
+  @Test
+  void aFailureCountsAtTheClusterWideStreakTheCallerCounted() {
+    BreakerBook b = replica("a", "{\"eject_after\": 3}");
+    assertTrue(b.record(failure("D0", Phase.DECODE, FailureClass.CONNECTION), 2).isEmpty());
+    assertEquals(2, b.streak("D0", FailureClass.CONNECTION), "two failures cluster-wide, one of them seen here");
+    assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.SERVING, EngineState.EJECTED, "connection")),
+        b.record(failure("D0", Phase.DECODE, FailureClass.CONNECTION), 3), "the verdict comes at the cluster-wide threshold");
+    BreakerBook c = replica("c", "{\"liveness_misses\": 2}");
+    assertEquals(List.of(new BreakerAction.StateChange("P0", EngineState.SERVING, EngineState.EJECTED, "liveness")),
+        c.liveness("P0", false, 2), "a second miss counted by another replica ejects");
+  }
+
+  @Test
+  void applyStreakTakesOverAnotherReplicasCountWithoutAVerdict() {
+    BreakerBook b = replica("b", "{\"eject_after\": 3}");
+    b.applyStreak("D0", FailureClass.STREAM, 5);
+    assertEquals(5, b.streak("D0", FailureClass.STREAM));
+    assertEquals(EngineState.SERVING, b.state("D0").orElseThrow(), "the replica that counted decides the verdict");
+    b.record(LegOutcome.success("D0", Phase.DECODE));
+    assertEquals(0, b.streak("D0", FailureClass.STREAM), "a success seen here resets the shared streak");
+    b.applyStreak("nope", FailureClass.STREAM, 1);
+  }
+
+  @Test
+  void aRemoteStateIsTakenOverWithItsCauseQuarantineEndAndProducer() {
+    BreakerBook a = replica("a", "{}");
+    BreakerBook b = replica("b", "{}");
+    a.quarantine("D0", 30);
+    EngineStateEvent event = a.stateEvent("D0").orElseThrow();
+    assertEquals(now.get() + 30_000, event.untilMs());
+    EngineStateEvent wire = EngineStateEvent.fromJson(new JsonObject(event.toJson().encode()));
+    assertEquals(event, wire, "the event survives the bus and the shared map");
+    assertEquals(java.util.Optional.of(new BreakerAction.StateChange("D0", EngineState.SERVING, EngineState.QUARANTINED, "admin")),
+        b.applyRemote(wire));
+    assertEquals(a.quarantineUntil("D0"), b.quarantineUntil("D0"), "the end travels with the state");
+    assertTrue(b.applyRemote(wire).isEmpty(), "the same version again changes nothing");
+
+    now.addAndGet(29_999);
+    assertTrue(a.tick().isEmpty());
+    assertTrue(b.tick().isEmpty());
+    now.addAndGet(1);
+    assertEquals(EngineState.SERVING, ((BreakerAction.StateChange) a.tick().get(0)).to());
+    assertEquals(EngineState.SERVING, ((BreakerAction.StateChange) b.tick().get(0)).to(), "both replicas end it at the same instant");
+
+    a.record(new LegOutcome("D1", Phase.DECODE, false, FailureClass.STREAM, "first_token_timeout", "P1", true), 3);
+    EngineStateEvent held = a.stateEvent("D1").orElseThrow();
+    assertEquals(EngineState.HELD, held.state());
+    assertEquals("P1", held.producer());
+    b.applyRemote(held);
+    assertEquals(EngineState.HELD, b.state("D1").orElseThrow());
+    assertEquals(List.of(new BreakerAction.Probe("D1", ProbeKind.INFERENCE, "P1")), b.readmissionRound(),
+        "another replica probes a held engine with the original producer");
+  }
+
+  @Test
+  void theNewestVersionWinsWhateverTheOrderOfArrival() {
+    BreakerBook a = replica("a", "{}");
+    BreakerBook b = replica("b", "{}");
+    BreakerBook c = replica("c", "{}");
+    a.eject("D0");
+    EngineStateEvent ejected = a.stateEvent("D0").orElseThrow();
+    b.applyRemote(ejected);
+    now.addAndGet(5);
+    b.readmit("D0");
+    EngineStateEvent readmitted = b.stateEvent("D0").orElseThrow();
+    assertTrue(EngineStateEvent.newer(readmitted.changedMs(), readmitted.origin(), ejected.changedMs(), ejected.origin()));
+
+    c.applyRemote(readmitted);
+    assertTrue(c.applyRemote(ejected).isEmpty(), "an older version arriving late is ignored");
+    assertEquals(EngineState.SERVING, c.state("D0").orElseThrow());
+    a.applyRemote(readmitted);
+    assertEquals(EngineState.SERVING, a.state("D0").orElseThrow());
+
+    b.applyRemote(new EngineStateEvent("D0", EngineState.DRAINING, "admin", 0, null, readmitted.changedMs() + 1_000, "z"));
+    now.set(readmitted.changedMs());
+    b.drain("D0", false);
+    assertTrue(b.stateEvent("D0").orElseThrow().changedMs() > readmitted.changedMs() + 1_000,
+        "a replica whose clock is behind still stamps its change later than the one it replaces");
+  }
+
+  @Test
+  void equalVersionsFromTwoReplicasResolveTheSameWayEverywhere() {
+    EngineStateEvent fromA = new EngineStateEvent("D0", EngineState.EJECTED, "admin", 0, null, 5_000, "a");
+    EngineStateEvent fromB = new EngineStateEvent("D0", EngineState.DRAINING, "admin", 0, null, 5_000, "b");
+    BreakerBook x = replica("x", "{}");
+    BreakerBook y = replica("y", "{}");
+    x.applyRemote(fromA);
+    x.applyRemote(fromB);
+    y.applyRemote(fromB);
+    y.applyRemote(fromA);
+    assertEquals(EngineState.DRAINING, x.state("D0").orElseThrow());
+    assertEquals(EngineState.DRAINING, y.state("D0").orElseThrow());
+  }
+
+  @Test
+  void theFleetHoldTravelsWithItsVersion() {
+    BreakerBook b = replica("b", "{}");
+    assertTrue(b.applyFleetHold(true, 2_000, "a"));
+    assertTrue(b.fleetHold());
+    assertTrue(b.readmissionRound().isEmpty(), "no engine is readmitted alone while another replica holds the fleet");
+    assertFalse(b.applyFleetHold(false, 1_000, "c"), "an older lift is ignored");
+    assertTrue(b.fleetHold());
+    assertTrue(b.applyFleetHold(false, 3_000, "a"));
+    assertFalse(b.fleetHold());
+  }
+
+  @Test
+  void aProbeSkippedForAnotherReplicasLockIsAskedForAgainAndOnlyWhileItIsNeeded() {
+    BreakerBook b = replica("b", "{\"eject_after\": 1}");
+    List<BreakerAction> actions = b.record(failure("D0", Phase.DECODE, FailureClass.STREAM), 1);
+    assertEquals(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, null), actions.get(1));
+    assertTrue(b.readmissionRound().isEmpty(), "the probe is in flight");
+    b.probeSkipped("D0");
+    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, null)), b.readmissionRound(),
+        "skipped: asked for again at the next round");
+    assertTrue(b.needsProbe("D0", ProbeKind.INFERENCE));
+    b.applyRemote(new EngineStateEvent("D0", EngineState.SERVING, "inference_probe", 0, null, now.get() + 1, "a"));
+    assertFalse(b.needsProbe("D0", ProbeKind.INFERENCE), "another replica's probe readmitted it meanwhile");
+    assertTrue(b.needsProbe("D0", ProbeKind.HEALTH), "a serving engine may still owe a timeout health probe");
+    assertFalse(b.needsProbe("nope", ProbeKind.HEALTH));
+  }
+
+  @Test
+  void aRemoteReadmissionIsNotCountedAsAnEventToPublishAndUnknownEnginesAreIgnored() {
+    BreakerBook b = replica("b", "{}");
+    assertTrue(b.applyRemote(new EngineStateEvent("X9", EngineState.EJECTED, "admin", 0, null, 1, "a")).isEmpty());
+    assertTrue(EngineStateEvent.fromJson(new JsonObject().put("iid", "D0").put("state", "ejected")) == null,
+        "an unversioned event is not a breaker's state");
+    assertTrue(EngineStateEvent.fromJson(new JsonObject().put("fleet_hold", true)) == null);
+  }
 }

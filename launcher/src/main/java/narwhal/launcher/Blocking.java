@@ -19,7 +19,13 @@ final class Blocking {
   }
 
   static void parkUntilInterrupted(Runnable onShutdown) {
-    Runtime.getRuntime().addShutdownHook(new Thread(onShutdown, "narwhal-shutdown"));
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      try {
+        onShutdown.run();
+      } catch (RuntimeException e) {
+        System.err.println("narwhal: stopping failed: " + e.getMessage());
+      }
+    }, "narwhal-shutdown"));
     try {
       Thread.currentThread().join();
     } catch (InterruptedException e) {

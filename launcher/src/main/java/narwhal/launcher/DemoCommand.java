@@ -15,17 +15,20 @@ final class DemoCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    NarwhalConfig config = FleetFile.load(options.fleet);
+    NarwhalConfig config = options.config();
     NarwhalNode node = Blocking.await(NarwhalNode.start(config, options.mode(), System.out::println));
     System.out.println();
-    System.out.println("narwhal demo serving " + config.model() + " on port " + node.port() + ". Try:");
+    System.out.println("narwhal demo serving " + config.model() + " on port " + node.port() + "; " + node.describe() + ". Try:");
     System.out.println("  curl -s localhost:" + node.port() + "/v1/completions -H 'content-type: application/json' \\");
     System.out.println("    -d '{\"model\": \"" + config.model() + "\", \"prompt\": \"The narwhal is\", \"max_tokens\": 8}'");
     System.out.println("  curl -sN localhost:" + node.port() + "/v1/chat/completions -H 'content-type: application/json' \\");
     System.out.println("    -d '{\"model\": \"" + config.model() + "\", \"messages\": [{\"role\": \"user\", \"content\": \"hello\"}], \"stream\": true}'");
     System.out.println("  curl -s localhost:" + node.port() + "/narwhal/state");
+    if (config.cluster().enabled()) {
+      System.out.println("  ./narwhal admin state        (admin commands other than state need $" + config.admin().tokenEnv() + ")");
+    }
     System.out.println("Ctrl-C stops it.");
-    Blocking.parkUntilInterrupted(() -> Blocking.await(node.close()));
+    Blocking.parkUntilInterrupted(() -> Blocking.await(node.shutdown(System.out::println)));
     return 0;
   }
 }

@@ -3,10 +3,15 @@ package narwhal.launcher;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.json.JsonObject;
 import io.vertx.micrometer.MicrometerMetricsFactory;
 import io.vertx.micrometer.MicrometerMetricsOptions;
+import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
+import narwhal.common.bus.Addresses;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.breaker.BreakerVerticle;
@@ -22,35 +27,50 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
 
 /**
- * One router replica: a Vert.x instance with Prometheus metrics, the embedded simulated fleet when the
- * config asks for it, preflight, then the placement and router verticles. {@link #start} completes when
- * the router listens.
+ * One router replica: a Vert.x instance with Prometheus metrics, clustered through Hazelcast when
+ * {@code cluster.enabled} ({@link ClusterBootstrap}), the embedded simulated fleet when the config asks for it,
+ * preflight, then the placement, breaker and router verticles. {@link #start} completes when the router listens;
+ * {@link #shutdown} stops it gracefully.
  */
 public final class NarwhalNode {
+  private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
+  private static final long DRAIN_POLL_MS = 50;
+
   private final Vertx vertx;
   private final PrometheusMeterRegistry registry;
+  private final HazelcastClusterManager cluster;
   private final AtomicReference<NarwhalConfig> config;
+  private final UnaryOperator<String> env;
   private final EngineFacts facts = new EngineFacts();
   private final List<SimEngine> sims = new ArrayList<>();
   private RouterVerticle router;
+  private String routerDeployment;
+  private Future<Void> stopping;
 
-  private NarwhalNode(NarwhalConfig config) {
-    this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    this.vertx = Vertx.builder()
-        .with(new VertxOptions().setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true)))
-        .withMetrics(new MicrometerMetricsFactory(registry))
-        .build();
+  private NarwhalNode(Vertx vertx, PrometheusMeterRegistry registry, HazelcastClusterManager cluster, NarwhalConfig config,
+                      UnaryOperator<String> env) {
+    this.vertx = vertx;
+    this.registry = registry;
+    this.cluster = cluster;
     this.config = new AtomicReference<>(config);
+    this.env = env;
   }
 
   /** What to do when preflight fails. */
   public enum PreflightMode { STRICT, WARN, SKIP }
 
   public static Future<NarwhalNode> start(NarwhalConfig config, PreflightMode mode, Consumer<String> out) {
-    NarwhalNode node = new NarwhalNode(config);
-    return node.startSims()
+    return start(config, mode, out, System::getenv);
+  }
+
+  /** @param env reads environment variables (the admin token, the cluster TLS password); tests pass their own */
+  public static Future<NarwhalNode> start(NarwhalConfig config, PreflightMode mode, Consumer<String> out,
+                                          UnaryOperator<String> env) {
+    Promise<NarwhalNode> started = Promise.promise();
+    create(config, env).onFailure(started::fail).onSuccess(node -> node.startSims()
         .compose(v -> mode == PreflightMode.SKIP ? Future.succeededFuture()
             : new Preflight(node.vertx, config, node.facts).run(c -> out.accept(c.line())).compose(report -> {
               out.accept(report.passed() ? "preflight passed" : "preflight FAILED");
@@ -58,21 +78,37 @@ public final class NarwhalNode {
                   : Future.failedFuture(new IllegalStateException("preflight failed; start with --preflight=warn to serve anyway"));
             }))
         .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(config.engines())))
-        .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis)))
+        .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env)))
         .compose(v -> {
           node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1);
           return node.vertx.deployVerticle(node.router);
         })
-        .map(v -> node)
-        .recover(err -> node.close().transform(x -> Future.failedFuture(err)));
+        .onSuccess(id -> {
+          node.routerDeployment = id;
+          started.complete(node);
+        })
+        // closing is not chained: the chain's futures belong to an event loop that close() ends
+        .onFailure(err -> node.close().onComplete(x -> started.fail(err))));
+    return started.future();
   }
 
-  /** Runs preflight alone against the configured fleet (starting the embedded one if configured). */
+  /** Runs preflight alone against the configured fleet (starting the embedded one if configured), never clustered. */
   public static Future<PreflightReport> preflight(NarwhalConfig config, Consumer<String> out) {
-    NarwhalNode node = new NarwhalNode(config);
-    return node.startSims()
+    NarwhalNode node = new NarwhalNode(Vertx.vertx(), new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), null, config,
+        System::getenv);
+    Promise<PreflightReport> done = Promise.promise();
+    node.startSims()
         .compose(v -> new Preflight(node.vertx, config, node.facts).run(c -> out.accept(c.line())))
-        .eventually(node::close);
+        .onComplete(report -> node.close().onComplete(x -> done.handle(report)));
+    return done.future();
+  }
+
+  private static Future<NarwhalNode> create(NarwhalConfig config, UnaryOperator<String> env) {
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    HazelcastClusterManager cluster = config.cluster().enabled() ? ClusterBootstrap.clusterManager(config.cluster(), false) : null;
+    VertxOptions options = new VertxOptions().setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true));
+    return ClusterBootstrap.start(options, new MicrometerMetricsFactory(registry), config.cluster(), cluster, env)
+        .map(vertx -> new NarwhalNode(vertx, registry, cluster, config, env));
   }
 
   private Future<Void> startSims() {
@@ -94,9 +130,81 @@ public final class NarwhalNode {
     return router.actualPort();
   }
 
+  /** The replica's Vert.x instance (tests talk to its local placement and breaker). */
+  public Vertx vertx() {
+    return vertx;
+  }
+
+  public PrometheusMeterRegistry registry() {
+    return registry;
+  }
+
+  /** The cluster members this replica sees (node ids), or just itself when not clustered. */
+  public List<String> clusterMembers() {
+    return cluster == null ? List.of("local") : cluster.getNodes();
+  }
+
+  /** A line saying how this replica runs: single node, or which cluster with how many members. */
+  public String describe() {
+    NarwhalConfig cfg = config.get();
+    if (cluster == null) return "single node (not clustered)";
+    return "clustered: member of \"" + cfg.cluster().name() + "\" with " + clusterMembers().size() + " member(s)"
+        + ", Hazelcast on " + cluster.getHazelcastInstance().getCluster().getLocalMember().getAddress()
+        + (cfg.cluster().tls().enabled() ? ", event bus TLS" : "");
+  }
+
+  /**
+   * Graceful stop (SIGTERM): placement stops taking new requests and readiness turns false, in-flight requests finish
+   * (their reservations are released) for up to {@code serving.graceful_timeout_s}, then the router closes, flushing the
+   * journal, and the replica leaves the cluster. Idempotent.
+   */
+  public synchronized Future<Void> shutdown(Consumer<String> out) {
+    if (stopping != null) return stopping;
+    long deadline = System.nanoTime() + config.get().serving().gracefulTimeoutMs() * 1_000_000;
+    Promise<Void> stopped = Promise.promise();
+    stopping = stopped.future();
+    vertx.eventBus().<JsonObject>request(PlacementVerticle.STOP, new JsonObject(), LOCAL)
+        .map(reply -> reply.body().getInteger("reservations", 0))
+        .otherwise(0)
+        .compose(inFlight -> {
+          if (inFlight > 0) {
+            out.accept("narwhal: stopping; waiting up to " + config.get().serving().gracefulTimeoutS() + " s for "
+                + inFlight + " in-flight request(s)");
+          }
+          return drained(deadline);
+        })
+        .compose(left -> {
+          if (left > 0) out.accept("narwhal: graceful timeout: " + left + " request(s) still in flight are cut");
+          return routerDeployment == null ? Future.<Void>succeededFuture() : vertx.undeploy(routerDeployment);
+        })
+        // close() is called outside the chain: the chain's futures belong to an event loop that close() ends
+        .onComplete(ar -> close().onSuccess(v -> out.accept("narwhal: stopped" + (cluster == null ? "" : "; left the cluster")))
+            .onComplete(stopped));
+    return stopping;
+  }
+
+  /** Completes with 0 once placement holds no reservation, or with the number left at the deadline. */
+  private Future<Integer> drained(long deadlineNanos) {
+    return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(), LOCAL)
+        .map(reply -> reply.body().getInteger("reservations", 0))
+        .otherwise(0)
+        .compose(left -> {
+          if (left == 0 || System.nanoTime() >= deadlineNanos) return Future.succeededFuture(left);
+          Promise<Void> later = Promise.promise();
+          vertx.setTimer(DRAIN_POLL_MS, t -> later.complete());
+          return later.future().compose(v -> drained(deadlineNanos));
+        });
+  }
+
+  /**
+   * Stops at once: the embedded engines, then Vert.x (leaving the cluster when clustered). The returned future belongs
+   * to no event loop, so it completes after Vert.x is gone whichever thread calls this.
+   */
   public Future<Void> close() {
+    Promise<Void> closed = Promise.promise();
     Future<Void> chain = Future.succeededFuture();
     for (SimEngine sim : sims) chain = chain.compose(v -> sim.close());
-    return chain.eventually(vertx::close);
+    chain.onComplete(ar -> vertx.close().onComplete(closed));
+    return closed.future();
   }
 }

@@ -14,10 +14,10 @@ final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    NarwhalConfig config = FleetFile.load(options.fleet);
+    NarwhalConfig config = options.config();
     NarwhalNode node = Blocking.await(NarwhalNode.start(config, options.mode(), System.out::println));
-    System.out.println("narwhal serving " + config.model() + " on port " + node.port());
-    Blocking.parkUntilInterrupted(() -> Blocking.await(node.close()));
+    System.out.println("narwhal serving " + config.model() + " on port " + node.port() + "; " + node.describe());
+    Blocking.parkUntilInterrupted(() -> Blocking.await(node.shutdown(System.out::println)));
     return 0;
   }
 }

@@ -1,5 +1,6 @@
 package narwhal.launcher;
 
+import narwhal.common.config.NarwhalConfig;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -12,6 +13,18 @@ final class ServeOptions {
   @Option(names = "--preflight", defaultValue = "strict",
       description = "strict: refuse to serve when preflight fails; warn: serve anyway; skip (default: ${DEFAULT-VALUE})")
   String preflight;
+
+  @Option(names = "--cluster",
+      description = "join the router cluster named by the fleet file's cluster.* keys (as cluster.enabled: true)")
+  boolean cluster;
+
+  /** The fleet file, with clustering switched on by {@code --cluster}. */
+  NarwhalConfig config() {
+    NarwhalConfig c = FleetFile.load(fleet);
+    if (!cluster || c.cluster().enabled()) return c;
+    return new NarwhalConfig(c.model(), c.engines(), c.engineContract(), c.server(), c.serving(), c.engine(), c.recovery(),
+        c.cluster().enable(), c.admin(), c.journal(), c.sim());
+  }
 
   NarwhalNode.PreflightMode mode() {
     return switch (preflight) {

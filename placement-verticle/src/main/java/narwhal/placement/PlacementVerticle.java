@@ -13,35 +13,96 @@ import narwhal.common.bus.Failures;
 import narwhal.common.bus.ReserveRequest;
 import narwhal.common.bus.SharedState;
 import narwhal.common.config.EngineConfig;
+import narwhal.common.fault.Phase;
 
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * Answers "which engine for this phase of this request" on the local bus and keeps per-engine reservations
- * per phase. Engine states arrive as fleet-change messages; no network call sits on the request path.
+ * per phase. Engine states arrive as fleet-change messages (from the breaker of any replica) and from the
+ * cluster-wide {@code narwhal.engine-state} map, read at start (a replica that joins late gets the current
+ * state) and again every resync interval (a missed message is repaired); of two versions of an engine's state
+ * the newer ({@code changed_ms}, {@code origin}) wins. No network call sits on the request path.
  * In: {@link Addresses#PLACEMENT_RESERVE}, {@link Addresses#PLACEMENT_RELEASE}, {@link Addresses#PLACEMENT_STATE},
- * {@link Addresses#FLEET_CHANGED}.
+ * {@link Addresses#FLEET_CHANGED}, {@link #STOP}.
  */
 public final class PlacementVerticle extends VerticleBase {
+  /**
+   * Request-reply, local: the replica is stopping. From then on readiness is false and a prefill is placed only for
+   * a request that already held a reservation (its retry), so new requests are refused with {@code NO_ENGINE} while
+   * in-flight ones finish. Replies {@code {"reservations": n}}.
+   */
+  public static final String STOP = "narwhal.placement.stop";
+  static final long DEFAULT_RESYNC_MS = 1_000;
+
   private final PlacementTable table;
+  private final long resyncMs;
+  /** The version of each engine's state and of the fleet hold last applied: key → {changed_ms, origin}. */
+  private final Map<String, Version> versions = new HashMap<>();
+  /** Reservation id → the request holding it, to know which requests are in flight when the replica stops. */
+  private final Map<String, String> holders = new HashMap<>();
+  private Set<String> admitted;
   private boolean fleetHold;
+  private AsyncMap<String, String> shared;
+  private long resyncTimer = -1;
+
+  private record Version(long changedMs, String origin) {
+    boolean olderThan(long ms, String by) {
+      return ms > changedMs || ms == changedMs && by.compareTo(origin) > 0;
+    }
+  }
 
   public PlacementVerticle(List<EngineConfig> engines) {
+    this(engines, DEFAULT_RESYNC_MS);
+  }
+
+  /** @param resyncMs how often the shared state map is read again */
+  public PlacementVerticle(List<EngineConfig> engines, long resyncMs) {
     this.table = new PlacementTable(engines);
+    this.resyncMs = resyncMs;
   }
 
   @Override
   public Future<?> start() {
     List<MessageConsumer<JsonObject>> consumers = List.of(
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RESERVE, this::reserve),
-        vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> table.release(msg.body().getString("id"))),
+        vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
+        vertx.eventBus().localConsumer(STOP, this::stop),
         vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
         .compose(v -> vertx.sharedData().<String, String>getAsyncMap(SharedState.ENGINE_STATE_MAP))
-        .compose(AsyncMap::entries)
-        .onSuccess(entries -> entries.values().forEach(text -> apply(new JsonObject(text))));
+        .compose(map -> {
+          shared = map;
+          return resync();
+        })
+        .onSuccess(v -> resyncTimer = vertx.setPeriodic(resyncMs, t -> resync().otherwise(err -> null)));
+  }
+
+  @Override
+  public Future<?> stop() {
+    vertx.cancelTimer(resyncTimer);
+    return Future.succeededFuture();
+  }
+
+  private Future<Void> resync() {
+    return shared.entries()
+        .onSuccess(entries -> entries.values().forEach(text -> apply(new JsonObject(text))))
+        .mapEmpty();
+  }
+
+  private void stop(Message<JsonObject> msg) {
+    if (admitted == null) admitted = new HashSet<>(holders.values());
+    msg.reply(new JsonObject().put("reservations", table.totalReservations()));
+  }
+
+  private void release(String id) {
+    holders.remove(id);
+    table.release(id);
   }
 
   private void reserve(Message<JsonObject> msg) {
@@ -56,8 +117,15 @@ public final class PlacementVerticle extends VerticleBase {
       msg.fail(Failures.FLEET_HOLD, "FLEET_HOLD: the fleet is held for a whole-wave restart");
       return;
     }
+    if (admitted != null && request.phase() == Phase.PREFILL && !admitted.contains(request.rid())) {
+      msg.fail(Failures.NO_ENGINE, "NO_ENGINE: this router replica is stopping");
+      return;
+    }
     table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid()).ifPresentOrElse(
-        reservation -> msg.reply(reservation.toJson()),
+        reservation -> {
+          holders.put(reservation.id(), request.rid());
+          msg.reply(reservation.toJson());
+        },
         () -> msg.fail(Failures.NO_ENGINE, "NO_ENGINE: no engine can take the " + request.phase().wireName() + " phase"));
   }
 
@@ -66,10 +134,23 @@ public final class PlacementVerticle extends VerticleBase {
   }
 
   private void apply(JsonObject body) {
-    if (body.getValue("fleet_hold") instanceof Boolean hold) fleetHold = hold;
-    if (body.getValue("iid") instanceof String iid && body.getValue("state") instanceof String state) {
+    if (body.getValue("fleet_hold") instanceof Boolean hold) {
+      if (current(SharedState.FLEET_HOLD_KEY, body)) fleetHold = hold;
+    }
+    if (body.getValue("iid") instanceof String iid && body.getValue("state") instanceof String state && current(iid, body)) {
       table.setState(iid, EngineState.parse(state));
     }
+  }
+
+  /** Whether an event is newer than the version already applied under {@code key}; records its version. Unversioned events always apply. */
+  private boolean current(String key, JsonObject body) {
+    if (!(body.getValue("changed_ms") instanceof Number changed) || !(body.getValue("origin") instanceof String origin)) {
+      return true;
+    }
+    Version applied = versions.get(key);
+    if (applied != null && !applied.olderThan(changed.longValue(), origin)) return false;
+    versions.put(key, new Version(changed.longValue(), origin));
+    return true;
   }
 
   private JsonObject snapshot() {
@@ -79,6 +160,7 @@ public final class PlacementVerticle extends VerticleBase {
           .put("reservations", new JsonObject().put("prefill", e.prefillReserved()).put("decode", e.decodeReserved())));
     }
     JsonObject snapshot = new JsonObject().put("engines", engines).put("reservations", table.totalReservations());
+    if (admitted != null) return snapshot.put("ready", false).put("reason", "this router replica is stopping");
     if (fleetHold) return snapshot.put("ready", false).put("reason", "the fleet is held for a whole-wave restart");
     table.unplaceablePhase().ifPresentOrElse(
         phase -> snapshot.put("ready", false).put("reason", "no serving engine can take the " + phase + " phase"),

@@ -4,24 +4,37 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 
 /**
  * Membership of the router cluster that shares breaker state (CONTRACT §6.7): whether replicas
- * cluster at all, the cluster name, the seed members ({@code host} or {@code host:port}), and the
- * port and host this replica binds for cluster traffic.
+ * cluster at all, the cluster name, the seed members ({@code host} or {@code host:port}), the
+ * port and host this replica binds for cluster traffic (the event bus binds the same host), and
+ * optional TLS for the event bus between replicas.
  */
-public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host) {
+public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, Tls tls) {
 
-  static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host");
+  static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host", "tls");
   private static final String MEMBERS_EXPECTATION = "a non-empty list of \"host\" or \"host:port\"";
 
   public ClusterConfig {
     members = List.copyOf(members);
+    Objects.requireNonNull(tls, "tls");
+  }
+
+  /** A cluster without event-bus TLS. */
+  public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host) {
+    this(enabled, name, members, port, host, Tls.defaults());
   }
 
   public static ClusterConfig defaults() {
-    return new ClusterConfig(false, "narwhal", List.of("127.0.0.1"), 5701, "127.0.0.1");
+    return new ClusterConfig(false, "narwhal", List.of("127.0.0.1"), 5701, "127.0.0.1", Tls.defaults());
+  }
+
+  /** The same membership with clustering switched on (the {@code --cluster} flag). */
+  public ClusterConfig enable() {
+    return new ClusterConfig(true, name, members, port, host, tls);
   }
 
   static ClusterConfig read(SectionReader r) {
@@ -31,7 +44,8 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         r.nonEmptyString("name", d.name()),
         r.has("members") ? members(r) : d.members(),
         r.integer("port", d.port(), 1, 65535),
-        r.nonEmptyString("host", d.host()));
+        r.nonEmptyString("host", d.host()),
+        Tls.read(r.section("tls", Tls.KEYS)));
   }
 
   private static List<String> members(SectionReader r) {
@@ -57,6 +71,43 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         .put("name", name)
         .put("members", new JsonArray(new ArrayList<>(members)))
         .put("port", port)
-        .put("host", host);
+        .put("host", host)
+        .put("tls", tls.toJson());
+  }
+
+  /**
+   * TLS on the event bus between replicas ({@code cluster.tls}): a PKCS12 key store holding this
+   * replica's key and certificate, also used as the trust store, so every replica must present a
+   * certificate the others' key stores trust (one shared cluster certificate, or one CA). The
+   * password is read from the environment variable named by {@code key_store_password_env}, never
+   * from the fleet file. Hazelcast's own member traffic (the shared maps) is not covered.
+   */
+  public record Tls(boolean enabled, String keyStore, String keyStorePasswordEnv) {
+
+    static final Set<String> KEYS = Set.of("enabled", "key_store", "key_store_password_env");
+
+    public Tls {
+      Objects.requireNonNull(keyStore, "keyStore");
+      Objects.requireNonNull(keyStorePasswordEnv, "keyStorePasswordEnv");
+    }
+
+    public static Tls defaults() {
+      return new Tls(false, "", "NARWHAL_CLUSTER_TLS_PASSWORD");
+    }
+
+    static Tls read(SectionReader r) {
+      Tls d = defaults();
+      boolean enabled = r.bool("enabled", d.enabled());
+      String keyStore = r.text("key_store", enabled ? null : d.keyStore(), path -> !enabled || !path.isBlank(),
+          enabled ? "the path of a PKCS12 key store (cluster.tls.enabled is true)" : "a string");
+      return new Tls(enabled, keyStore, r.nonEmptyString("key_store_password_env", d.keyStorePasswordEnv()));
+    }
+
+    public JsonObject toJson() {
+      return new JsonObject()
+          .put("enabled", enabled)
+          .put("key_store", keyStore)
+          .put("key_store_password_env", keyStorePasswordEnv);
+    }
   }
 }

@@ -1,0 +1,69 @@
+package narwhal.common.config;
+
+import static narwhal.common.config.Fleets.withSection;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.vertx.core.json.JsonObject;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The {@code cluster} section: defaults, overrides, the {@code --cluster} switch, and the {@code cluster.tls} keys. */
+class ClusterConfigTest {
+
+  private static ClusterConfig cluster(String sectionJson) {
+    return NarwhalConfig.fromJson(withSection("cluster", sectionJson)).cluster();
+  }
+
+  private static void refused(String sectionJson, String key, String message) {
+    ConfigException e = assertThrows(ConfigException.class,
+        () -> NarwhalConfig.fromJson(withSection("cluster", sectionJson)));
+    assertEquals(key, e.key());
+    assertEquals(message, e.getMessage());
+  }
+
+  @Test
+  void tlsIsOffByDefaultAndWrittenOut() {
+    ClusterConfig c = cluster("{}");
+    assertFalse(c.tls().enabled());
+    assertEquals(new ClusterConfig.Tls(false, "", "NARWHAL_CLUSTER_TLS_PASSWORD"), c.tls());
+    assertEquals(new JsonObject().put("enabled", false).put("key_store", "")
+        .put("key_store_password_env", "NARWHAL_CLUSTER_TLS_PASSWORD"), c.toJson().getJsonObject("tls"));
+  }
+
+  @Test
+  void everyKeyRoundTrips() {
+    ClusterConfig c = cluster("""
+        {"enabled": true, "name": "prod", "members": ["10.0.0.1:5701", "10.0.0.2"], "port": 5801,
+         "host": "10.0.0.1",
+         "tls": {"enabled": true, "key_store": "/etc/narwhal/cluster.p12", "key_store_password_env": "BUS_PW"}}
+        """);
+    assertEquals(new ClusterConfig(true, "prod", List.of("10.0.0.1:5701", "10.0.0.2"), 5801, "10.0.0.1",
+        new ClusterConfig.Tls(true, "/etc/narwhal/cluster.p12", "BUS_PW")), c);
+    NarwhalConfig whole = NarwhalConfig.fromJson(withSection("cluster", c.toJson().encode()));
+    assertEquals(c, whole.cluster());
+  }
+
+  @Test
+  void enableSwitchesClusteringOnAndKeepsTheRest() {
+    ClusterConfig c = cluster("{\"name\": \"blue\", \"port\": 5901}");
+    assertEquals(new ClusterConfig(true, "blue", List.of("127.0.0.1"), 5901, "127.0.0.1"), c.enable());
+  }
+
+  @Test
+  void tlsValuesAreValidated() {
+    refused("{\"tls\": {\"enabled\": \"yes\"}}", "cluster.tls.enabled",
+        "cluster.tls.enabled: \"yes\" is not valid: expected true or false");
+    refused("{\"tls\": {\"enabled\": true}}", "cluster.tls.key_store",
+        "cluster.tls.key_store: missing: expected the path of a PKCS12 key store (cluster.tls.enabled is true)");
+    refused("{\"tls\": {\"enabled\": true, \"key_store\": \" \"}}", "cluster.tls.key_store",
+        "cluster.tls.key_store: \" \" is not valid: expected the path of a PKCS12 key store (cluster.tls.enabled is true)");
+    refused("{\"tls\": {\"key_store\": 5}}", "cluster.tls.key_store",
+        "cluster.tls.key_store: 5 is not valid: expected a string");
+    refused("{\"tls\": {\"enabled\": false, \"key_store_password_env\": \"\"}}", "cluster.tls.key_store_password_env",
+        "cluster.tls.key_store_password_env: \"\" is not valid: expected a non-empty string");
+    refused("{\"tls\": {\"trust_store\": \"x.p12\"}}", "cluster.tls.trust_store", "cluster.tls.trust_store: unknown key");
+    refused("{\"tls\": true}", "cluster.tls", "cluster.tls: true is not valid: expected an object");
+  }
+}

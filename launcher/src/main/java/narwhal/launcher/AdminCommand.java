@@ -1,0 +1,230 @@
+package narwhal.launcher;
+
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
+import narwhal.common.bus.Addresses;
+import narwhal.common.config.NarwhalConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.function.UnaryOperator;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * {@code narwhal admin}: joins the cluster named by the fleet file as a Hazelcast lite member (no partitions, no
+ * state), sends one admin message ({@code {"command", "args"}}, header {@code token} from the environment variable
+ * named by {@code admin.token_env}) to {@code narwhal.admin}, prints the reply, leaves (CONTRACT §8.1).
+ * Exit status: 0 done, 1 refused by the cluster (the failure code and message are printed: 401 for a missing or wrong
+ * token), 2 could not ask (bad arguments, unreadable fleet file, no replica answering).
+ */
+@Command(name = "admin", mixinStandardHelpOptions = true,
+    description = "Send one admin command to the router cluster and print the reply.",
+    footer = {"", "Commands: state, eject IID, readmit IID, quarantine IID --seconds S, drain IID, undrain IID, "
+        + "wave-restart, reload-config.", "Exit status: 0 done, 1 refused (e.g. 401 wrong token), 2 could not ask."})
+final class AdminCommand implements Callable<Integer> {
+  static final List<String> COMMANDS = List.of("state", "eject", "readmit", "quarantine", "drain", "undrain",
+      "wave-restart", "reload-config");
+  private static final List<String> NEED_IID = List.of("eject", "readmit", "quarantine", "drain", "undrain");
+  /** Kept so the quieter levels set for the command line are not collected away. */
+  private static final List<Logger> QUIETED = new ArrayList<>();
+
+  @Parameters(index = "0", paramLabel = "COMMAND", description = "one of: ${COMPLETION-CANDIDATES}",
+      completionCandidates = Commands.class)
+  String command;
+
+  @Parameters(index = "1", arity = "0..1", paramLabel = "IID", description = "the engine, for commands about one engine")
+  String iid;
+
+  @Option(names = "--seconds", description = "how long a quarantine lasts")
+  Double seconds;
+
+  @Option(names = "--fleet", defaultValue = "conf/narwhal.json", description = "fleet file naming the cluster (default: ${DEFAULT-VALUE})")
+  Path fleet;
+
+  @Option(names = "--json", description = "print the reply as JSON")
+  boolean json;
+
+  @Option(names = "--timeout", defaultValue = "30", description = "seconds to wait for the reply (default: ${DEFAULT-VALUE})")
+  double timeoutS;
+
+  @Spec
+  CommandSpec spec;
+
+  /** Reads environment variables (the admin token, the cluster TLS password); tests replace it. */
+  UnaryOperator<String> env = System::getenv;
+
+  static final class Commands extends ArrayList<String> {
+    Commands() {
+      super(COMMANDS);
+    }
+  }
+
+  @Override
+  public Integer call() {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    JsonObject args;
+    NarwhalConfig config;
+    try {
+      args = args();
+      config = FleetFile.load(fleet);
+    } catch (CommandFailure e) {
+      err.println("narwhal admin: " + e.getMessage());
+      return 2;
+    }
+    quietLogs();
+    String token = env.apply(config.admin().tokenEnv());
+    HazelcastClusterManager manager = ClusterBootstrap.clusterManager(config.cluster(), true);
+    Vertx vertx;
+    try {
+      vertx = Blocking.await(ClusterBootstrap.start(new VertxOptions(), null, config.cluster(), manager, env));
+    } catch (CommandFailure e) {
+      err.println("narwhal admin: cannot join cluster \"" + config.cluster().name() + "\": " + e.getMessage());
+      return 2;
+    }
+    try {
+      JsonObject reply = await(send(vertx, command, args, token, (long) (timeoutS * 1000)));
+      if (json) {
+        out.println(reply.encodePrettily());
+      } else {
+        if (!"state".equals(command)) out.println(command + (iid == null ? "" : " " + iid) + ": done");
+        out.print(table(reply));
+      }
+      return 0;
+    } catch (ReplyException e) {
+      return refused(e, config, token, out, err);
+    } finally {
+      out.flush();
+      try {
+        Blocking.await(vertx.close());
+      } catch (CommandFailure ignored) {
+        // leaving is best effort; the cluster notices a lost member anyway
+      }
+    }
+  }
+
+  private JsonObject args() {
+    if (!COMMANDS.contains(command)) {
+      throw new CommandFailure("\"" + command + "\" is not a command: expected one of " + String.join(", ", COMMANDS));
+    }
+    JsonObject args = new JsonObject();
+    if (NEED_IID.contains(command)) {
+      if (iid == null) throw new CommandFailure(command + " needs the engine's iid, e.g. narwhal admin " + command + " D0");
+      args.put("iid", iid);
+    } else if (iid != null) {
+      throw new CommandFailure(command + " takes no engine (got " + iid + ")");
+    }
+    if ("quarantine".equals(command)) {
+      if (seconds == null || !(seconds > 0) || seconds.isInfinite()) {
+        throw new CommandFailure("quarantine needs --seconds S with S > 0");
+      }
+      args.put("seconds", seconds);
+    } else if (seconds != null) {
+      throw new CommandFailure("--seconds applies to quarantine only");
+    }
+    return args;
+  }
+
+  private int refused(ReplyException e, NarwhalConfig config, String token, PrintWriter out, PrintWriter err) {
+    if (e.failureType() == ReplyFailure.RECIPIENT_FAILURE) {
+      if (json) {
+        out.println(new JsonObject().put("error", new JsonObject().put("code", e.failureCode()).put("message", e.getMessage()))
+            .encodePrettily());
+      }
+      String hint = e.failureCode() == 401 && token == null ? " ($" + config.admin().tokenEnv() + " is not set)" : "";
+      err.println("narwhal admin: refused (" + e.failureCode() + "): " + e.getMessage() + hint);
+      return 1;
+    }
+    err.println(e.failureType() == ReplyFailure.NO_HANDLERS
+        ? "narwhal admin: no router replica answers on " + Addresses.ADMIN + " in cluster \"" + config.cluster().name()
+          + "\" (members " + config.cluster().members() + "; are the replicas running with --cluster?)"
+        : "narwhal admin: no reply within " + timeoutS + " s");
+    return 2;
+  }
+
+  /**
+   * Sends one admin message. A member that has just joined may not see the replicas' consumers yet, so "no handlers"
+   * is retried for a few seconds.
+   */
+  static Future<JsonObject> send(Vertx vertx, String command, JsonObject args, String token, long timeoutMs) {
+    DeliveryOptions options = new DeliveryOptions().setSendTimeout(timeoutMs);
+    if (token != null) options.addHeader("token", token);
+    JsonObject body = new JsonObject().put("command", command).put("args", args);
+    return attempt(vertx, body, options, 30);
+  }
+
+  private static Future<JsonObject> attempt(Vertx vertx, JsonObject body, DeliveryOptions options, int triesLeft) {
+    return vertx.eventBus().<JsonObject>request(Addresses.ADMIN, body, options).map(msg -> msg.body()).recover(err -> {
+      if (!(err instanceof ReplyException r) || r.failureType() != ReplyFailure.NO_HANDLERS || triesLeft <= 1) {
+        return Future.failedFuture(err);
+      }
+      Promise<Void> later = Promise.promise();
+      vertx.setTimer(100, t -> later.complete());
+      return later.future().compose(v -> attempt(vertx, body, options, triesLeft - 1));
+    });
+  }
+
+  private static JsonObject await(Future<JsonObject> reply) {
+    try {
+      return reply.toCompletionStage().toCompletableFuture().get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new CommandFailure("interrupted");
+    } catch (java.util.concurrent.ExecutionException e) {
+      if (e.getCause() instanceof ReplyException r) throw r;
+      throw new CommandFailure(String.valueOf(e.getCause()));
+    }
+  }
+
+  /** The breaker state reply as a table: one line per engine. */
+  static String table(JsonObject reply) {
+    StringBuilder s = new StringBuilder();
+    s.append("replica ").append(reply.getString("replica", "?")).append(" answered; fleet hold: ")
+        .append(reply.getBoolean("fleet_hold", false) ? "ON" : "off").append('\n');
+    String format = "%-8s %-12s %-18s %-26s %-22s %s%n";
+    s.append(String.format(format, "ENGINE", "STATE", "CAUSE", "QUARANTINE ENDS", "STREAKS", "LAST PROBE"));
+    for (Object o : reply.getJsonArray("engines", new JsonArray())) {
+      JsonObject e = (JsonObject) o;
+      Object until = e.getValue("quarantine_until_ms");
+      List<String> streaks = new ArrayList<>();
+      JsonObject classes = e.getJsonObject("streaks", new JsonObject());
+      classes.fieldNames().stream().sorted().forEach(c -> {
+        if (classes.getInteger(c, 0) > 0) streaks.add(c + "=" + classes.getInteger(c));
+      });
+      s.append(String.format(format, e.getString("iid"), e.getString("state"), dash(e.getString("cause")),
+          until instanceof Number n && "quarantined".equals(e.getString("state")) ? Instant.ofEpochMilli(n.longValue()).toString() : "-",
+          streaks.isEmpty() ? "-" : String.join(",", streaks), dash(e.getString("last_probe"))));
+    }
+    return s.toString();
+  }
+
+  private static String dash(String value) {
+    return value == null || value.isEmpty() ? "-" : value;
+  }
+
+  private static void quietLogs() {
+    for (String name : List.of("com.hazelcast", "io.vertx")) {
+      Logger logger = Logger.getLogger(name);
+      logger.setLevel(Level.SEVERE);
+      QUIETED.add(logger);
+    }
+  }
+}

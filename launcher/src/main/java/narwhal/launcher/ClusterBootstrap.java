@@ -1,0 +1,131 @@
+package narwhal.launcher;
+
+import com.hazelcast.config.Config;
+import com.hazelcast.config.JoinConfig;
+import com.hazelcast.config.NetworkConfig;
+import com.hazelcast.config.XmlConfigBuilder;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxBuilder;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.eventbus.EventBusOptions;
+import io.vertx.core.http.ClientAuth;
+import io.vertx.core.net.PfxOptions;
+import io.vertx.core.spi.VertxMetricsFactory;
+import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
+import narwhal.common.config.ClusterConfig;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.function.UnaryOperator;
+
+/**
+ * How a process joins the router cluster (CONTRACT §5 {@code cluster.*}, §6.7): the Hazelcast config is
+ * {@code conf/cluster.xml} (or the file named by {@value #CONFIG_PROPERTY}, or the copy bundled in the jar) with the
+ * fleet file's {@code cluster.*} keys applied, the event bus binds {@code cluster.host} on a free port, with TLS
+ * between replicas when {@code cluster.tls.enabled}. Router replicas join as full members (they hold partitions and
+ * backups of the shared state); the admin command joins as a lite member, which holds none. With clustering off the
+ * same call builds a plain Vert.x instance, so a single node runs the same code.
+ */
+public final class ClusterBootstrap {
+  /** System property naming a Hazelcast XML file to start from instead of {@value #DEFAULT_FILE}. */
+  public static final String CONFIG_PROPERTY = "narwhal.cluster.config";
+  static final String DEFAULT_FILE = "conf/cluster.xml";
+  private static final String RESOURCE = "/cluster.xml";
+
+  private ClusterBootstrap() {
+  }
+
+  /** The Hazelcast config: the base file with {@code cluster.name}, {@code members}, {@code port} and {@code host} applied. */
+  public static Config hazelcastConfig(ClusterConfig cluster, boolean liteMember) {
+    Config config = baseConfig();
+    config.setClusterName(cluster.name());
+    config.setLiteMember(liteMember);
+    NetworkConfig network = config.getNetworkConfig();
+    network.setPort(cluster.port()).setPortAutoIncrement(true);
+    if (!isWildcard(cluster.host())) {
+      config.setProperty("hazelcast.local.localAddress", cluster.host());
+      network.getInterfaces().setEnabled(true).setInterfaces(List.of(cluster.host()));
+    } else {
+      config.getProperties().remove("hazelcast.local.localAddress");
+      network.getInterfaces().setEnabled(false).clear();
+    }
+    JoinConfig join = network.getJoin();
+    join.getAutoDetectionConfig().setEnabled(false);
+    join.getMulticastConfig().setEnabled(false);
+    join.getTcpIpConfig().setEnabled(true).setMembers(cluster.members());
+    return config;
+  }
+
+  public static HazelcastClusterManager clusterManager(ClusterConfig cluster, boolean liteMember) {
+    return new HazelcastClusterManager(hazelcastConfig(cluster, liteMember));
+  }
+
+  /**
+   * Sets the event bus of {@code options} for the cluster: bound to {@code cluster.host} on a free port, and with
+   * {@code cluster.tls} enabled, TLS with client authentication, the PKCS12 key store serving as key and trust store.
+   *
+   * @param env reads the environment variable holding the key store password
+   */
+  public static VertxOptions eventBus(VertxOptions options, ClusterConfig cluster, UnaryOperator<String> env) {
+    EventBusOptions bus = options.getEventBusOptions().setHost(cluster.host()).setPort(0);
+    ClusterConfig.Tls tls = cluster.tls();
+    if (tls.enabled()) {
+      String password = env.apply(tls.keyStorePasswordEnv());
+      if (password == null) {
+        throw new IllegalArgumentException("cluster.tls: the environment variable " + tls.keyStorePasswordEnv()
+            + " (cluster.tls.key_store_password_env) holding the key store password is not set");
+      }
+      if (!Files.isReadable(Path.of(tls.keyStore()))) {
+        throw new IllegalArgumentException("cluster.tls.key_store: cannot read " + tls.keyStore());
+      }
+      PfxOptions store = new PfxOptions().setPath(tls.keyStore()).setPassword(password);
+      bus.setSsl(true).setKeyCertOptions(store).setTrustOptions(store.copy()).setClientAuth(ClientAuth.REQUIRED);
+    }
+    return options;
+  }
+
+  /**
+   * Builds Vert.x: clustered through {@code manager} when {@code cluster.enabled} (or when the caller forces it, as the
+   * admin command does), otherwise a single node. {@code metrics} may be null.
+   */
+  public static Future<Vertx> start(VertxOptions options, VertxMetricsFactory metrics, ClusterConfig cluster,
+                                    HazelcastClusterManager manager, UnaryOperator<String> env) {
+    VertxBuilder builder;
+    try {
+      builder = Vertx.builder().with(manager == null ? options : eventBus(options, cluster, env));
+    } catch (IllegalArgumentException e) {
+      return Future.failedFuture(e);
+    }
+    if (metrics != null) builder.withMetrics(metrics);
+    if (manager == null) return Future.succeededFuture(builder.build());
+    return builder.withClusterManager(manager).buildClustered();
+  }
+
+  private static boolean isWildcard(String host) {
+    return "0.0.0.0".equals(host) || "::".equals(host);
+  }
+
+  private static Config baseConfig() {
+    String property = System.getProperty(CONFIG_PROPERTY);
+    Path file = Path.of(property != null ? property : DEFAULT_FILE);
+    if (property != null || Files.isRegularFile(file)) {
+      try {
+        return new XmlConfigBuilder(file.toString()).build();
+      } catch (FileNotFoundException e) {
+        throw new IllegalArgumentException("cluster config " + file + " not found (" + CONFIG_PROPERTY + ")");
+      }
+    }
+    try (InputStream in = ClusterBootstrap.class.getResourceAsStream(RESOURCE)) {
+      if (in == null) throw new IllegalStateException("no " + DEFAULT_FILE + " and no bundled cluster.xml");
+      return new XmlConfigBuilder(in).build();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

@@ -1,0 +1,105 @@
+package narwhal.launcher;
+
+import io.vertx.core.json.JsonObject;
+import narwhal.common.fault.Phase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.function.UnaryOperator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code narwhal admin} against a running two-replica cluster: it joins as a lite member, sends one message with the
+ * token from the environment variable the fleet file names, prints the reply as a table or JSON, and leaves; a wrong
+ * token is refused with 401 and a non-zero exit.
+ */
+@Timeout(120)
+class AdminCommandTest {
+  private static ClusterHarness h;
+  private static Path fleetFile;
+
+  @BeforeAll
+  static void cluster() throws Exception {
+    h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode"), json -> json.put("recovery",
+        new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000).put("liveness_every", 100_000)), (iid, o) -> { });
+    h.addReplica();
+    h.addReplica();
+    fleetFile = Files.createTempFile("narwhal-admin-fleet", ".json");
+    Files.writeString(fleetFile, h.fleetJson().encodePrettily());
+  }
+
+  @AfterAll
+  static void stop() {
+    h.close();
+  }
+
+  private record Run(int exit, String out, String err) {
+  }
+
+  private static Run admin(UnaryOperator<String> env, String... args) {
+    AdminCommand command = new AdminCommand();
+    command.env = env;
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cli = new CommandLine(command).setOut(new PrintWriter(out, true)).setErr(new PrintWriter(err, true));
+    String[] all = new String[args.length + 2];
+    System.arraycopy(args, 0, all, 0, args.length);
+    all[args.length] = "--fleet";
+    all[args.length + 1] = fleetFile.toString();
+    int exit = cli.execute(all);
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  @Test
+  void stateThenEjectThenAWrongTokenIsRefused() {
+    Run state = admin(ClusterHarness.ENV, "state");
+    assertEquals(0, state.exit(), state.err());
+    assertTrue(state.out().contains("ENGINE") && state.out().lines().anyMatch(l -> l.startsWith("D0") && l.contains("serving")),
+        state.out());
+
+    Run eject = admin(ClusterHarness.ENV, "eject", "D0");
+    assertEquals(0, eject.exit(), eject.err());
+    assertTrue(eject.out().startsWith("eject D0: done"), eject.out());
+    assertTrue(eject.out().lines().anyMatch(l -> l.startsWith("D0") && l.contains("ejected") && l.contains("admin")), eject.out());
+    h.awaitTrue("both replicas refuse D0", 10_000, () -> ClusterHarness.all(h.replicas, node -> h.refuses(node, "D0", Phase.DECODE)));
+
+    Run wrong = admin(name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? "not-the-token" : null, "readmit", "D0");
+    assertEquals(1, wrong.exit());
+    assertEquals("narwhal admin: refused (401): admin token missing or wrong", wrong.err().strip());
+
+    Run missing = admin(name -> null, "readmit", "D0", "--json");
+    assertEquals(1, missing.exit());
+    assertEquals(401, new JsonObject(missing.out()).getJsonObject("error").getInteger("code"));
+    assertTrue(missing.err().contains("$NARWHAL_ADMIN_TOKEN is not set"), missing.err());
+
+    Run json = admin(ClusterHarness.ENV, "readmit", "D0", "--json");
+    assertEquals(0, json.exit(), json.err());
+    JsonObject reply = new JsonObject(json.out());
+    assertEquals("serving", ClusterHarness.engineIn(reply, "D0").getString("state"));
+    h.awaitTrue("the admin member left", 10_000,
+        () -> io.vertx.core.Future.succeededFuture(h.replica(0).clusterMembers().size() == 2));
+  }
+
+  @Test
+  void argumentsAreCheckedBeforeJoining() {
+    Run noIid = admin(ClusterHarness.ENV, "eject");
+    assertEquals(2, noIid.exit());
+    assertEquals("narwhal admin: eject needs the engine's iid, e.g. narwhal admin eject D0", noIid.err().strip());
+    Run noSeconds = admin(ClusterHarness.ENV, "quarantine", "D1");
+    assertEquals(2, noSeconds.exit());
+    assertEquals("narwhal admin: quarantine needs --seconds S with S > 0", noSeconds.err().strip());
+    Run unknown = admin(ClusterHarness.ENV, "explode");
+    assertEquals(2, unknown.exit());
+    assertTrue(unknown.err().contains("\"explode\" is not a command"), unknown.err());
+  }
+}
