@@ -55,11 +55,18 @@ public final class BreakerBook {
     setEngines(engines);
   }
 
-  /** Applies a reloaded engine list and recovery settings; kept engines keep their state and streaks. */
-  public void reconfigure(List<EngineConfig> list, RecoveryConfig recovery, boolean contractPinned) {
+  /**
+   * Applies a reloaded engine list and recovery settings; kept engines keep their state and streaks, removed ones
+   * are forgotten, added ones start ejected ("added") so that readmission checks them before any placement.
+   */
+  public List<BreakerAction> reconfigure(List<EngineConfig> list, RecoveryConfig recovery, boolean contractPinned) {
     this.recovery = recovery;
     this.contractPinned = contractPinned;
+    List<String> added = list.stream().map(EngineConfig::iid).filter(iid -> !engines.containsKey(iid)).toList();
     setEngines(list);
+    List<BreakerAction> actions = new ArrayList<>();
+    added.forEach(iid -> move(engines.get(iid), EngineState.EJECTED, "added", actions));
+    return actions;
   }
 
   private void setEngines(List<EngineConfig> list) {

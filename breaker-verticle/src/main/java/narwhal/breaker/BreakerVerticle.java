@@ -89,15 +89,28 @@ public final class BreakerVerticle extends VerticleBase {
           vertx.eventBus().localConsumer(Addresses.BREAKER_STATE, msg -> msg.reply(state())),
           vertx.eventBus().consumer(Addresses.ADMIN, this::admin),
           vertx.eventBus().consumer(Addresses.FLEET_CHANGED, msg -> applyShared(msg.body())),
-          vertx.eventBus().consumer(STREAK_CHANGED, msg -> streakChanged(msg.body())));
+          vertx.eventBus().consumer(STREAK_CHANGED, msg -> streakChanged(msg.body())),
+          vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured()));
       return Future.all(consumers.stream().map(MessageConsumer::completion).toList());
-    }).compose(v -> resync()).onSuccess(v -> {
-      timers.add(vertx.setPeriodic(cfg.recovery().monitorIntervalMs(), t -> mutate(book::tick)));
-      timers.add(vertx.setPeriodic(cfg.recovery().readmitIntervalMs(), t -> mutate(book::readmissionRound)));
-      timers.add(vertx.setPeriodic(cfg.recovery().livenessIntervalMs(), t -> livenessSweep()));
-      timers.add(vertx.setPeriodic(Math.max(MIN_RESYNC_MS, cfg.recovery().monitorIntervalMs()), t -> resync()
-          .onFailure(err -> LOG.warning("could not read the shared state (the next resync retries): " + err.getMessage()))));
-    });
+    }).compose(v -> resync()).onSuccess(v -> armTimers(cfg));
+  }
+
+  private void armTimers(NarwhalConfig cfg) {
+    timers.forEach(vertx::cancelTimer);
+    timers.clear();
+    timers.add(vertx.setPeriodic(cfg.recovery().monitorIntervalMs(), t -> mutate(book::tick)));
+    timers.add(vertx.setPeriodic(cfg.recovery().readmitIntervalMs(), t -> mutate(book::readmissionRound)));
+    timers.add(vertx.setPeriodic(cfg.recovery().livenessIntervalMs(), t -> livenessSweep()));
+    timers.add(vertx.setPeriodic(Math.max(MIN_RESYNC_MS, cfg.recovery().monitorIntervalMs()), t -> resync()
+        .onFailure(err -> LOG.warning("could not read the shared state (the next resync retries): " + err.getMessage()))));
+  }
+
+  /** A reloaded fleet file: new recovery settings and cadences, added engines checked before placement, removed ones forgotten. */
+  private void reconfigured() {
+    NarwhalConfig cfg = config.get();
+    cfg.engines().forEach(e -> metrics.track(e.iid()));
+    mutate(() -> book.reconfigure(cfg.engines(), cfg.recovery(), cfg.engineContract() != null));
+    armTimers(cfg);
   }
 
   @Override
@@ -354,6 +367,10 @@ public final class BreakerVerticle extends VerticleBase {
         case "drain" -> replyAfter(msg, () -> book.drain(iid, true));
         case "undrain" -> replyAfter(msg, () -> book.drain(iid, false));
         case "wave-restart" -> waveRestart(msg);
+        case "reload-config" -> {
+          vertx.eventBus().publish(Addresses.CONFIG_RELOAD, new JsonObject());
+          msg.reply(new JsonObject().put("reload", "requested on every replica"));
+        }
         default -> msg.fail(Failures.BAD_MESSAGE, "unknown admin command \"" + command + "\"");
       }
     } catch (RuntimeException e) {

@@ -17,6 +17,7 @@ final class DemoCommand implements Callable<Integer> {
   public Integer call() {
     NarwhalConfig config = options.config();
     NarwhalNode node = Blocking.await(NarwhalNode.start(config, options.mode(), System.out::println));
+    Blocking.await(node.watch(options.fleet));
     System.out.println();
     System.out.println("narwhal demo serving " + config.model() + " on port " + node.port() + "; " + node.describe() + ". Try:");
     System.out.println("  curl -s localhost:" + node.port() + "/v1/completions -H 'content-type: application/json' \\");

@@ -13,6 +13,7 @@ import io.vertx.micrometer.MicrometerMetricsOptions;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
 import narwhal.common.config.EngineConfig;
+import narwhal.common.config.FleetFileWatcher;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.breaker.BreakerVerticle;
 import narwhal.placement.PlacementVerticle;
@@ -49,6 +50,7 @@ public final class NarwhalNode {
   private RouterVerticle router;
   private String routerDeployment;
   private Future<Void> stopping;
+  private FleetFileWatcher watcher;
 
   private NarwhalNode(Vertx vertx, PrometheusMeterRegistry registry, HazelcastClusterManager cluster, NarwhalConfig config,
                       UnaryOperator<String> env) {
@@ -80,7 +82,7 @@ public final class NarwhalNode {
         .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(config.engines())))
         .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env)))
         .compose(v -> {
-          node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1);
+          node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1, node::clusterMembers);
           return node.vertx.deployVerticle(node.router);
         })
         .onSuccess(id -> {
@@ -124,6 +126,20 @@ public final class NarwhalNode {
           }));
     }
     return chain;
+  }
+
+  /**
+   * Hot reload (CONTRACT §5): re-reads {@code fleetFile} every second; a valid change becomes the configuration
+   * every verticle reads and is announced on {@link Addresses#CONFIG_CHANGED}, an invalid one is refused whole
+   * ({@link Addresses#CONFIG_REFUSED}). The {@code reload-config} admin command re-reads it on every replica.
+   */
+  public Future<Void> watch(java.nio.file.Path fleetFile) {
+    watcher = new FleetFileWatcher(vertx, fleetFile.toString(), config,
+        (previous, next) -> vertx.eventBus().publish(Addresses.CONFIG_CHANGED, next.toJson(), LOCAL),
+        refused -> vertx.eventBus().publish(Addresses.CONFIG_REFUSED,
+            new JsonObject().put("key", refused.key()).put("message", refused.getMessage()), LOCAL));
+    return vertx.eventBus().consumer(Addresses.CONFIG_RELOAD, msg -> watcher.reloadNow()).completion()
+        .compose(v -> watcher.start(1_000));
   }
 
   public int port() {

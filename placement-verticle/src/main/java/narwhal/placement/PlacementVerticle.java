@@ -13,6 +13,7 @@ import narwhal.common.bus.Failures;
 import narwhal.common.bus.ReserveRequest;
 import narwhal.common.bus.SharedState;
 import narwhal.common.config.EngineConfig;
+import narwhal.common.config.NarwhalConfig;
 import narwhal.common.fault.Phase;
 
 import java.util.HashMap;
@@ -73,6 +74,7 @@ public final class PlacementVerticle extends VerticleBase {
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
         vertx.eventBus().localConsumer(STOP, this::stop),
+        vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(NarwhalConfig.fromJson(msg.body()))),
         vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
         .compose(v -> vertx.sharedData().<String, String>getAsyncMap(SharedState.ENGINE_STATE_MAP))
@@ -103,6 +105,17 @@ public final class PlacementVerticle extends VerticleBase {
   private void release(String id) {
     holders.remove(id);
     table.release(id);
+  }
+
+  /**
+   * A reloaded fleet file: removed engines take no new legs (their reservations still release), added ones stay out
+   * of placement until the breaker's readmission checks put them in service.
+   */
+  private void reconfigured(NarwhalConfig cfg) {
+    Set<String> known = new HashSet<>();
+    table.view().forEach(e -> known.add(e.iid()));
+    table.setEngines(cfg.engines());
+    cfg.engines().stream().filter(e -> !known.contains(e.iid())).forEach(e -> table.setState(e.iid(), EngineState.EJECTED));
   }
 
   private void reserve(Message<JsonObject> msg) {

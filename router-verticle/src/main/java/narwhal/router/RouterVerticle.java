@@ -16,7 +16,9 @@ import narwhal.common.config.NarwhalConfig;
 import narwhal.engines.client.EngineClient;
 import narwhal.engines.client.EngineClientOptions;
 
+import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 
@@ -32,6 +34,7 @@ public final class RouterVerticle extends VerticleBase {
   private final EngineFacts facts;
   private final MeterRegistry registry;
   private final int portOverride;
+  private final Supplier<List<String>> members;
   private HttpServer server;
   private EngineClient engines;
   private Journal journal;
@@ -40,10 +43,17 @@ public final class RouterVerticle extends VerticleBase {
 
   /** @param portOverride the port to listen on instead of {@code server.port}; -1 to use the configured one, 0 for any */
   public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride) {
+    this(config, facts, registry, portOverride, () -> List.of("local"));
+  }
+
+  /** @param members the cluster members this replica sees, for {@code /narwhal/state} */
+  public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride,
+                        Supplier<List<String>> members) {
     this.config = config;
     this.facts = facts;
     this.registry = registry;
     this.portOverride = portOverride;
+    this.members = members;
   }
 
   @Override
@@ -68,7 +78,8 @@ public final class RouterVerticle extends VerticleBase {
 
   @Override
   public Future<?> stop() {
-    Future<Void> closed = server == null ? Future.succeededFuture() : server.close();
+    Future<Void> closed = server == null ? Future.succeededFuture()
+        : server.shutdown(config.get().serving().gracefulTimeoutMs(), TimeUnit.MILLISECONDS);
     return closed.compose(v -> journal == null ? Future.succeededFuture() : journal.close())
         .compose(v -> engines == null ? Future.succeededFuture() : engines.close());
   }
@@ -181,7 +192,7 @@ public final class RouterVerticle extends VerticleBase {
       rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
           .put("ready", p.getBoolean("ready", false)).put("fleet_hold", b.getBoolean("fleet_hold", false))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", retryBudget.credits())
-          .put("cluster_members", new JsonArray()));
+          .put("cluster_members", new JsonArray(List.copyOf(members.get()))));
     });
   }
 

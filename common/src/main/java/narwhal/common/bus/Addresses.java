@@ -12,7 +12,10 @@ public final class Addresses {
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Request-reply: the breaker's view: each engine's state, cause and streaks per class, and the fleet hold. */
   public static final String BREAKER_STATE = "narwhal.breaker.state";
-  /** Publish: an engine's placement state changed ({@code {"iid", "state"}}). */
+  /**
+   * Cluster publish: an engine's placement state changed (the versioned event of {@link SharedState}), or the fleet
+   * hold did ({@code {"fleet_hold", "changed_ms", "origin"}}).
+   */
   public static final String FLEET_CHANGED = "narwhal.fleet.changed";
   /** Fire-and-forget: a non-request row for the journal (engine state changes, probes), written by the router's journal. */
   public static final String JOURNAL_EVENT = "narwhal.journal.event";
