@@ -16,8 +16,7 @@ final class DemoCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     NarwhalConfig config = options.config();
-    NarwhalNode node = Blocking.await(NarwhalNode.start(config, options.mode(), System.out::println));
-    Blocking.await(node.watch(options.fleet));
+    NarwhalNode node = options.start(config);
     System.out.println();
     System.out.println("narwhal demo serving " + config.model() + " on port " + node.port() + "; " + node.describe() + ". Try:");
     System.out.println("  curl -s localhost:" + node.port() + "/v1/completions -H 'content-type: application/json' \\");
@@ -29,7 +28,6 @@ final class DemoCommand implements Callable<Integer> {
       System.out.println("  ./narwhal admin state        (admin commands other than state need $" + config.admin().tokenEnv() + ")");
     }
     System.out.println("Ctrl-C stops it.");
-    Blocking.parkUntilInterrupted(() -> Blocking.await(node.shutdown(System.out::println)));
-    return 0;
+    return ServeOptions.serveUntilStopped(node);
   }
 }

@@ -15,10 +15,8 @@ final class ServeCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     NarwhalConfig config = options.config();
-    NarwhalNode node = Blocking.await(NarwhalNode.start(config, options.mode(), System.out::println));
-    Blocking.await(node.watch(options.fleet));
+    NarwhalNode node = options.start(config);
     System.out.println("narwhal serving " + config.model() + " on port " + node.port() + "; " + node.describe());
-    Blocking.parkUntilInterrupted(() -> Blocking.await(node.shutdown(System.out::println)));
-    return 0;
+    return ServeOptions.serveUntilStopped(node);
   }
 }

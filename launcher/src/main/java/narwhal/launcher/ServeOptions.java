@@ -26,6 +26,19 @@ final class ServeOptions {
         c.cluster().enable(), c.admin(), c.journal(), c.sim());
   }
 
+  /** Starts a replica for the fleet file and watches the file for hot reload. */
+  NarwhalNode start(NarwhalConfig config) {
+    NarwhalNode node = Blocking.await(NarwhalNode.start(config, mode(), System.out::println));
+    Blocking.await(node.watch(fleet));
+    return node;
+  }
+
+  /** Serves until SIGTERM or Ctrl-C, then stops gracefully. */
+  static int serveUntilStopped(NarwhalNode node) {
+    Blocking.parkUntilInterrupted(() -> Blocking.await(node.shutdown(System.out::println)));
+    return 0;
+  }
+
   NarwhalNode.PreflightMode mode() {
     return switch (preflight) {
       case "strict" -> NarwhalNode.PreflightMode.STRICT;
