@@ -1,6 +1,7 @@
 package narwhal.router;
 
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientAgent;
@@ -40,8 +41,18 @@ public final class Preflight {
     this.facts = facts;
   }
 
-  /** Runs every check in turn, reporting each result to {@code progress} as it completes. */
+  /**
+   * Runs every check in turn, reporting each result to {@code progress} as it completes. The checks run on a Vert.x
+   * context whoever calls: HTTP exchanges wired from a plain thread can lose a fast response.
+   */
   public Future<PreflightReport> run(Consumer<PreflightReport.Check> progress) {
+    if (Vertx.currentContext() != null) return checks(progress);
+    Promise<PreflightReport> report = Promise.promise();
+    vertx.getOrCreateContext().runOnContext(v -> checks(progress).onComplete(report));
+    return report.future();
+  }
+
+  private Future<PreflightReport> checks(Consumer<PreflightReport.Check> progress) {
     HttpClientAgent http = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout((int) cfg.engine().connectTimeoutMs()));
     EngineClient client = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), 4,
         cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, ""));
