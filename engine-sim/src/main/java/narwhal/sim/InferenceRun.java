@@ -264,7 +264,7 @@ final class InferenceRun {
   /** {@code slow_tokens} with {@code keepalive_ms}: metadata frames while waiting for the next token, as engines that heartbeat do. */
   private void keepAlive(long untilNanos, long everyMs) {
     timer(everyMs, () -> {
-      if (!closed && System.nanoTime() + everyMs * 1_000_000 < untilNanos) {
+      if (!closed && System.nanoTime() < untilNanos) {
         metadataFrame();
         keepAlive(untilNanos, everyMs);
       }

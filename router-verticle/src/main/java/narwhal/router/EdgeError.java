@@ -23,6 +23,11 @@ public record EdgeError(int status, String type, String message, String param, O
     return new EdgeError(413, "request_too_large", "request body larger than " + limit + " bytes", null, null, "request_too_large", false);
   }
 
+  public static EdgeError receiveTimeout(long millis) {
+    return new EdgeError(408, "request_timeout", "request not received within " + millis / 1000.0 + "s", null, null,
+        "receive_timeout", false);
+  }
+
   public static EdgeError overloaded() {
     return new EdgeError(429, "server_overloaded_error", "router in-flight limit reached", null, null, "in_flight_limit", true);
   }

@@ -8,6 +8,9 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import narwhal.common.config.NarwhalConfig;
 
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -36,11 +39,12 @@ final class InferenceHandler implements Handler<RoutingContext> {
     Instant arrived = rc.get(EdgeRefusal.ARRIVED);
     long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
     ctx.metrics().offered();
+    RouterVerticle.received(ctx, rc);
     JsonObject body;
     try {
       body = parse(rc.body().buffer());
     } catch (DecodeException | ClassCastException e) {
-      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("body: expected a JSON object", null), "invalid");
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("body: expected a JSON object in UTF-8", null), "invalid");
       return;
     }
     Optional<EdgeError> invalid = RequestValidator.check(body, chat, cfg.model());
@@ -64,9 +68,16 @@ final class InferenceHandler implements Handler<RoutingContext> {
     return inFlight;
   }
 
+  /** The body as a JSON object: strictly UTF-8 (no overlong forms, no encoded surrogates), an object at the top. */
   private static JsonObject parse(Buffer buffer) {
     if (buffer == null || buffer.length() == 0) throw new DecodeException("empty body");
-    Object value = Json.decodeValue(buffer);
-    return (JsonObject) value;
+    try {
+      StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT).decode(java.nio.ByteBuffer.wrap(buffer.getBytes()));
+    } catch (CharacterCodingException e) {
+      throw new DecodeException("not UTF-8");
+    }
+    if (!(Json.decodeValue(buffer) instanceof JsonObject object)) throw new DecodeException("not an object");
+    return object;
   }
 }

@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.json.JsonArray;
@@ -29,6 +30,7 @@ import java.util.function.Supplier;
  */
 public final class RouterVerticle extends VerticleBase {
   static final String RID = "narwhal.rid";
+  private static final String RECEIVE_TIMER = "narwhal.receive.timer";
 
   private final Supplier<NarwhalConfig> config;
   private final EngineFacts facts;
@@ -40,6 +42,7 @@ public final class RouterVerticle extends VerticleBase {
   private Journal journal;
   private RouterContext ctx;
   private RetryBudget retryBudget;
+  private final java.util.Map<HttpConnection, Long> awaitingFirstRequest = new java.util.HashMap<>();
 
   /** @param portOverride the port to listen on instead of {@code server.port}; -1 to use the configured one, 0 for any */
   public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride) {
@@ -71,8 +74,9 @@ public final class RouterVerticle extends VerticleBase {
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(metrics));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> metrics.configReload(false));
       int port = portOverride >= 0 ? portOverride : cfg.server().port();
-      return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true))
-          .requestHandler(router(cfg)).listen();
+      return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
+          .setHttp2ClearTextEnabled(false))
+          .connectionHandler(this::firstRequestDeadline).requestHandler(router(cfg)).listen();
     }).onSuccess(s -> server = s);
   }
 
@@ -92,6 +96,27 @@ public final class RouterVerticle extends VerticleBase {
     metrics.configReload(true);
   }
 
+  /** The request's body has arrived: its receive timer stops. */
+  static void received(RouterContext ctx, RoutingContext rc) {
+    Long timer = rc.get(RECEIVE_TIMER);
+    if (timer != null) ctx.vertx().cancelTimer(timer);
+  }
+
+  /**
+   * A connection must deliver its first request's headers within {@code serving.receive_timeout_s}, else it is
+   * closed: a client that connects and sends nothing, or dribbles its headers, holds nothing for long.
+   */
+  private void firstRequestDeadline(HttpConnection connection) {
+    long timer = vertx.setTimer(config.get().serving().receiveTimeoutMs(), t -> {
+      if (awaitingFirstRequest.remove(connection) != null) connection.close();
+    });
+    awaitingFirstRequest.put(connection, timer);
+    connection.closeHandler(v -> {
+      Long pending = awaitingFirstRequest.remove(connection);
+      if (pending != null) vertx.cancelTimer(pending);
+    });
+  }
+
   /** The port the server listens on. */
   public int actualPort() {
     return server.actualPort();
@@ -102,6 +127,8 @@ public final class RouterVerticle extends VerticleBase {
     router.route().handler(rc -> {
       String rid = UUID.randomUUID().toString();
       rc.put(RID, rid);
+      Long headerTimer = awaitingFirstRequest.remove(rc.request().connection());
+      if (headerTimer != null) vertx.cancelTimer(headerTimer);
       EdgeRefusal.arrived(rc);
       rc.response().putHeader("x-request-id", rid);
       rc.next();
@@ -121,8 +148,16 @@ public final class RouterVerticle extends VerticleBase {
     return router;
   }
 
-  /** Refuses a body whose declared length is over the limit before reading any of it. */
+  /** Refuses a body whose declared length is over the limit before reading any of it; bounds the time to receive it. */
   private void declaredSize(RoutingContext rc) {
+    long receiveMs = config.get().serving().receiveTimeoutMs();
+    rc.put(RECEIVE_TIMER, vertx.setTimer(receiveMs, t -> {
+      if (rc.response().headWritten() || rc.response().closed()) return;
+      rc.response().putHeader("connection", "close");
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, EdgeError.receiveTimeout(receiveMs), "invalid");
+      rc.request().connection().close();
+    }));
     String length = rc.request().getHeader("content-length");
     long limit = config.get().serving().maxRequestBytes();
     try {

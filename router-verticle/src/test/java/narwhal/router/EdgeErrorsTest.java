@@ -24,7 +24,7 @@ class EdgeErrorsTest {
   @BeforeAll
   static void start() throws Exception {
     h = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
-        json -> json.put("serving", new JsonObject().put("max_request_bytes", 2048)));
+        json -> json.put("serving", new JsonObject().put("max_request_bytes", 2048).put("receive_timeout_s", 0.5)));
   }
 
   @AfterAll
@@ -46,6 +46,32 @@ class EdgeErrorsTest {
     assertError(h.post("/v1/completions", Buffer.buffer("[1,2]"), Map.of()), 400, "invalid_request_error", "body");
     assertError(h.post("/v1/completions", Buffer.buffer(new byte[] {'{', '"', (byte) 0xC3, (byte) 0x28, '"', ':', '1', '}'}), Map.of()),
         400, "invalid_request_error", "");
+  }
+
+  @Test
+  void nullAtTopLevelAndInvalidUtf8AreRefused() {
+    assertError(h.post("/v1/completions", Buffer.buffer("null"), Map.of()), 400, "invalid_request_error", "body");
+    byte[] overlongSlash = {'{', '"', 'p', 'r', 'o', 'm', 'p', 't', '"', ':', '"', (byte) 0xC0, (byte) 0xAF, '"', '}'};
+    assertError(h.post("/v1/completions", Buffer.buffer(overlongSlash), Map.of()), 400, "invalid_request_error", "body");
+    byte[] encodedSurrogate = {'{', '"', 'p', 'r', 'o', 'm', 'p', 't', '"', ':', '"', (byte) 0xED, (byte) 0xA0, (byte) 0x80, '"', '}'};
+    assertError(h.post("/v1/completions", Buffer.buffer(encodedSurrogate), Map.of()), 400, "invalid_request_error", "body");
+  }
+
+  @Test
+  void slowSendersAreCutOffAtTheReceiveTimeout() throws Exception {
+    try (java.net.Socket silent = new java.net.Socket("127.0.0.1", h.router.actualPort())) {
+      silent.setSoTimeout(10_000);
+      assertEquals(-1, silent.getInputStream().read(), "a connection that sends nothing is closed");
+    }
+    try (java.net.Socket slowBody = new java.net.Socket("127.0.0.1", h.router.actualPort())) {
+      slowBody.setSoTimeout(10_000);
+      slowBody.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+          + "content-length: 1000\r\n\r\n{\"prompt\":").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      slowBody.getOutputStream().flush();
+      String answer = new String(slowBody.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII);
+      assertTrue(answer.startsWith("HTTP/1.1 408"), answer);
+      assertTrue(answer.contains("request_timeout"), answer);
+    }
   }
 
   @Test

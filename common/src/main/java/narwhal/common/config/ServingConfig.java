@@ -19,14 +19,19 @@ public record ServingConfig(
     double retryCapS,
     int retryBudget,
     double retryReplenish,
-    double gracefulTimeoutS) {
+    double gracefulTimeoutS,
+    double receiveTimeoutS) {
 
   static final Set<String> KEYS = Set.of("max_connections", "max_request_bytes", "max_response_bytes",
       "request_timeout_s", "prefill_timeout_s", "max_attempts", "retry_base_s", "retry_cap_s",
-      "retry_budget", "retry_replenish", "graceful_timeout_s");
+      "retry_budget", "retry_replenish", "graceful_timeout_s", "receive_timeout_s");
 
+  /**
+   * {@code receive_timeout_s} (ours, beyond CONTRACT §5; default 10): how long a client may take to send a request's
+   * headers and body; a slower sender gets 408 (or, still in its headers, a closed connection).
+   */
   public static ServingConfig defaults() {
-    return new ServingConfig(768, 4_194_304, 16_777_216, 600, 120, 1, 0.1, 1.0, 10, 0.1, 30);
+    return new ServingConfig(768, 4_194_304, 16_777_216, 600, 120, 1, 0.1, 1.0, 10, 0.1, 30, 10);
   }
 
   static ServingConfig read(SectionReader r) {
@@ -46,9 +51,10 @@ public record ServingConfig(
     double retryReplenish = r.number("retry_replenish", d.retryReplenish(), v -> v >= 0 && v <= 1,
         "a number from 0 to 1");
     double gracefulTimeoutS = r.nonNegative("graceful_timeout_s", d.gracefulTimeoutS());
+    double receiveTimeoutS = r.positive("receive_timeout_s", d.receiveTimeoutS());
     return new ServingConfig(maxConnections, maxRequestBytes, maxResponseBytes, requestTimeoutS,
         prefillTimeoutS, maxAttempts, retryBaseS, retryCapS, retryBudget, retryReplenish,
-        gracefulTimeoutS);
+        gracefulTimeoutS, receiveTimeoutS);
   }
 
   public long requestTimeoutMs() {
@@ -67,6 +73,10 @@ public record ServingConfig(
     return Seconds.toMillis(retryCapS);
   }
 
+  public long receiveTimeoutMs() {
+    return Seconds.toMillis(receiveTimeoutS);
+  }
+
   public long gracefulTimeoutMs() {
     return Seconds.toMillis(gracefulTimeoutS);
   }
@@ -83,6 +93,7 @@ public record ServingConfig(
         .put("retry_cap_s", Seconds.toJson(retryCapS))
         .put("retry_budget", retryBudget)
         .put("retry_replenish", retryReplenish)
-        .put("graceful_timeout_s", Seconds.toJson(gracefulTimeoutS));
+        .put("graceful_timeout_s", Seconds.toJson(gracefulTimeoutS))
+        .put("receive_timeout_s", Seconds.toJson(receiveTimeoutS));
   }
 }
