@@ -1,0 +1,72 @@
+package narwhal.bench;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * {@code narwhal bench <scenario>}: runs one scenario, prints its tables and its verdicts against QUALITY.md,
+ * writes the JSON result (and charts) under the results directory. Exit status: 0 ran (performance targets
+ * may be missed: that is a finding), 3 a correctness check was violated, 2 the scenario cannot run here,
+ * 1 the benchmark itself failed.
+ */
+public final class Bench {
+  public static final String NEEDS_CLUSTER = "needs cluster mode (issue 6), not available yet";
+
+  private static final Map<String, Scenario> SCENARIOS = new LinkedHashMap<>();
+
+  static {
+    register(new OverheadScenario());
+    register(new RelayScenario());
+    register(new ConcurrencyScenario());
+    register(new StartupScenario());
+    register(new SoakScenario());
+    register(new FuzzEdgeScenario());
+    register(new ClusterOnlyScenario("propagation", "P5: an ejection on one replica seen by every other within 200 ms"));
+    register(new ClusterOnlyScenario("replica-kill", "R3: three replicas under load, one killed with SIGKILL"));
+  }
+
+  private Bench() {
+  }
+
+  private static void register(Scenario s) {
+    SCENARIOS.put(s.name(), s);
+  }
+
+  public static Map<String, String> scenarios() {
+    Map<String, String> out = new LinkedHashMap<>();
+    SCENARIOS.forEach((k, v) -> out.put(k, v.summary()));
+    return out;
+  }
+
+  public static int run(String name, BenchOptions options) {
+    Scenario scenario = SCENARIOS.get(name);
+    if (scenario == null) {
+      System.err.println("narwhal bench: unknown scenario \"" + name + "\"; expected one of " + String.join(", ", SCENARIOS.keySet()));
+      return 2;
+    }
+    if (scenario instanceof ClusterOnlyScenario) {
+      System.out.println("narwhal bench " + name + ": " + NEEDS_CLUSTER);
+      return 2;
+    }
+    BenchEnv env = new BenchEnv(name, options);
+    BenchReport report = env.report();
+    report.printHeader();
+    int status = 0;
+    try {
+      scenario.run(env);
+    } catch (Throwable e) {
+      report.note("the benchmark failed: " + e);
+      e.printStackTrace(System.out);
+      status = 1;
+    } finally {
+      env.close();
+    }
+    System.out.println();
+    System.out.print(report.verdictTable().render());
+    Path file = report.write(options.out());
+    System.out.println("result: " + file);
+    if (status == 0 && report.violated()) status = 3;
+    return status;
+  }
+}

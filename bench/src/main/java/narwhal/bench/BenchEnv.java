@@ -1,0 +1,97 @@
+package narwhal.bench;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.Deque;
+
+/**
+ * Everything a scenario runs with: its options and report, the runnable jar and the java binary (to start
+ * router processes), the results directory and a scratch directory for generated files and logs, progress
+ * output, and the resources it started, closed in reverse order at the end whatever happens.
+ */
+public final class BenchEnv implements AutoCloseable {
+  private final BenchOptions options;
+  private final BenchReport report;
+  private final Progress progress;
+  private final Path out;
+  private final Path tmp;
+  private final Deque<AutoCloseable> owned = new ArrayDeque<>();
+
+  BenchEnv(String scenario, BenchOptions options) {
+    this.options = options;
+    this.report = new BenchReport(scenario, options.smoke());
+    this.progress = new Progress(scenario);
+    this.out = options.out();
+    this.tmp = out.resolve("tmp").resolve(scenario);
+    try {
+      Files.createDirectories(tmp);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public BenchOptions options() {
+    return options;
+  }
+
+  public boolean smoke() {
+    return options.smoke();
+  }
+
+  public BenchReport report() {
+    return report;
+  }
+
+  public Progress progress() {
+    return progress;
+  }
+
+  public Path out() {
+    return out;
+  }
+
+  /** Scratch space: fleet files, journals, router and nginx logs, recordings. */
+  public Path tmp() {
+    return tmp;
+  }
+
+  public Path java() {
+    return Path.of(System.getProperty("java.home"), "bin", "java");
+  }
+
+  /** The runnable jar this command runs from, else {@code launcher/target/narwhal.jar}. */
+  public Path jar() {
+    try {
+      Path self = Path.of(BenchEnv.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+      if (self.toString().endsWith(".jar") && self.getFileName().toString().startsWith("narwhal")) return self;
+    } catch (URISyntaxException | RuntimeException ignored) {
+      // fall through
+    }
+    Path built = Path.of("launcher", "target", "narwhal.jar").toAbsolutePath();
+    if (!Files.exists(built)) {
+      throw new IllegalStateException("no runnable jar: run through ./narwhal, which builds launcher/target/narwhal.jar");
+    }
+    return built;
+  }
+
+  /** Registers a resource to close when the scenario ends; returns it. */
+  public <T extends AutoCloseable> T own(T resource) {
+    owned.push(resource);
+    return resource;
+  }
+
+  @Override
+  public void close() {
+    while (!owned.isEmpty()) {
+      try {
+        owned.pop().close();
+      } catch (Throwable e) {
+        System.out.println("note: cleanup: " + e);
+      }
+    }
+  }
+}

@@ -1,0 +1,26 @@
+package narwhal.bench;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * Options of {@code narwhal bench}: {@code smoke} makes every scenario seconds-long (for CI; its figures mean
+ * nothing), {@code minutes} bounds the soak, {@code concurrency} overrides a scenario's concurrency levels
+ * (empty: the scenario's own), {@code profile} records the router with JFR and summarises the hot path,
+ * {@code out} is where results go.
+ */
+public record BenchOptions(boolean smoke, double minutes, List<Integer> concurrency, boolean profile, Path out) {
+  public BenchOptions {
+    concurrency = concurrency == null ? List.of() : List.copyOf(concurrency);
+    if (minutes <= 0) throw new IllegalArgumentException("--minutes: " + minutes + " is not valid: expected a number above 0");
+    for (int c : concurrency) {
+      if (c < 1) throw new IllegalArgumentException("--concurrency: " + c + " is not valid: expected integers of at least 1");
+    }
+  }
+
+  /** The concurrency levels to run: the ones given, else {@code full} or, with --smoke, {@code smoke}. */
+  public List<Integer> levels(List<Integer> full, List<Integer> smokeLevels) {
+    if (!concurrency.isEmpty()) return concurrency;
+    return smoke ? smokeLevels : full;
+  }
+}

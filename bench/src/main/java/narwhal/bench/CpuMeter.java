@@ -1,0 +1,53 @@
+package narwhal.bench;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.DoubleSupplier;
+
+/**
+ * CPU seconds used by named processes (router, nginx, the bench process itself) inside measured windows only:
+ * read when a window opens and when it closes, the differences added up until {@link #reset()}.
+ */
+public final class CpuMeter implements LoadGenerator.Window {
+  private final Map<String, DoubleSupplier> sources = new LinkedHashMap<>();
+  private final Map<String, Double> opened = new LinkedHashMap<>();
+  private final Map<String, Double> totals = new LinkedHashMap<>();
+  private double wall;
+  private long openedAt;
+
+  public CpuMeter add(String name, DoubleSupplier cpuSeconds) {
+    sources.put(name, cpuSeconds);
+    return this;
+  }
+
+  @Override
+  public void opened() {
+    openedAt = System.nanoTime();
+    sources.forEach((k, v) -> opened.put(k, v.getAsDouble()));
+  }
+
+  @Override
+  public void closed() {
+    wall += (System.nanoTime() - openedAt) / 1e9;
+    sources.forEach((k, v) -> {
+      Double from = opened.get(k);
+      double now = v.getAsDouble();
+      if (from != null && from >= 0 && now >= 0) totals.merge(k, now - from, Double::sum);
+    });
+  }
+
+  /** CPU seconds of {@code name} over the windows so far (NaN when unreadable). */
+  public double seconds(String name) {
+    return totals.getOrDefault(name, Double.NaN);
+  }
+
+  /** Average cores busy: CPU seconds over wall seconds of the windows. */
+  public double cores(String name) {
+    return wall == 0 ? Double.NaN : seconds(name) / wall;
+  }
+
+  public void reset() {
+    totals.clear();
+    wall = 0;
+  }
+}

@@ -1,0 +1,41 @@
+package narwhal.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * CPU time a process (and its descendants, for nginx's workers) has used, from {@code /proc/<pid>/stat}
+ * (user + system, in clock ticks of 1/100 s). Returns -1 where {@code /proc} is not there.
+ */
+public final class ProcessCpu {
+  private static final double TICKS_PER_SECOND = 100.0;
+
+  private ProcessCpu() {
+  }
+
+  public static double seconds(long pid) {
+    try {
+      String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / TICKS_PER_SECOND;
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /** The process and every live descendant. */
+  public static double treeSeconds(ProcessHandle process) {
+    double total = seconds(process.pid());
+    if (total < 0) return -1;
+    for (ProcessHandle child : process.descendants().toList()) {
+      double s = seconds(child.pid());
+      if (s > 0) total += s;
+    }
+    return total;
+  }
+
+  public static double self() {
+    return seconds(ProcessHandle.current().pid());
+  }
+}

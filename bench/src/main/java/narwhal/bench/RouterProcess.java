@@ -1,0 +1,222 @@
+package narwhal.bench;
+
+import io.vertx.core.json.JsonObject;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One router replica as its own process, exactly as an operator runs it: {@code java -jar narwhal.jar serve
+ * --fleet FILE}, with the fleet file generated for the scenario. Its output goes to a log file; it is ready
+ * when it prints the port it serves on. Optional JMX (heap readings) and JFR (profile of the router alone).
+ * Stopping sends SIGTERM and, if the process is still there after {@link #STOP_WAIT_S} s, SIGKILL — and says so.
+ */
+public final class RouterProcess implements AutoCloseable {
+  /** How long a router gets to exit after SIGTERM before SIGKILL. */
+  static final long STOP_WAIT_S = 2;
+  private static final Pattern SERVING = Pattern.compile("narwhal serving .* on port (\\d+)");
+
+  private final Process process;
+  private final Path log;
+  private final Path fleetFile;
+  private final int port;
+  private final int jmxPort;
+  private final boolean jfr;
+  private final Deque<String> tail;
+  private JvmProbe probe;
+  private String stopNote;
+
+  private RouterProcess(Process process, Path log, Path fleetFile, int port, int jmxPort, boolean jfr, Deque<String> tail) {
+    this.process = process;
+    this.log = log;
+    this.fleetFile = fleetFile;
+    this.port = port;
+    this.jmxPort = jmxPort;
+    this.jfr = jfr;
+    this.tail = tail;
+  }
+
+  /** What to start: extra JVM flags (heap size), JMX for heap readings, JFR for a profile. */
+  public record Options(List<String> jvmArgs, boolean jmx, boolean jfr) {
+    public static Options plain() {
+      return new Options(List.of(), false, false);
+    }
+  }
+
+  public static RouterProcess start(BenchEnv env, String name, JsonObject fleet, Options options) {
+    Path dir = env.tmp();
+    Path fleetFile = dir.resolve(name + "-fleet.json");
+    Path log = dir.resolve(name + "-router.log");
+    try {
+      Files.writeString(fleetFile, fleet.encodePrettily());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    List<String> command = new ArrayList<>(List.of(env.java().toString()));
+    command.addAll(options.jvmArgs());
+    int jmxPort = -1;
+    if (options.jmx()) {
+      jmxPort = FreePort.pick();
+      command.addAll(List.of("-Dcom.sun.management.jmxremote.port=" + jmxPort, "-Dcom.sun.management.jmxremote.rmi.port=" + jmxPort,
+          "-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1",
+          "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false"));
+    }
+    if (options.jfr()) {
+      command.addAll(List.of("-XX:StartFlightRecording=name=bench,settings=profile", "-XX:FlightRecorderOptions=stackdepth=128"));
+    }
+    command.addAll(List.of("-jar", env.jar().toString(), "serve", "--fleet", fleetFile.toString()));
+    Process process;
+    try {
+      process = new ProcessBuilder(command).redirectErrorStream(true).start();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot start the router: " + e.getMessage(), e);
+    }
+    Deque<String> tail = new ArrayDeque<>();
+    CompletableFuture<Integer> ready = new CompletableFuture<>();
+    Thread reader = new Thread(() -> copyOutput(process, log, tail, ready), "router-log-" + name);
+    reader.setDaemon(true);
+    reader.start();
+    try {
+      int port = ready.get(60, TimeUnit.SECONDS);
+      RouterProcess router = new RouterProcess(process, log, fleetFile, port, jmxPort, options.jfr(), tail);
+      if (options.jmx()) router.probe = JvmProbe.connect(jmxPort, 15_000);
+      return router;
+    } catch (Exception e) {
+      process.destroyForcibly();
+      String why = e instanceof java.util.concurrent.ExecutionException ? e.getCause().getMessage() : e.toString();
+      throw new IllegalStateException("router did not start: " + why + " (log: " + log + ")");
+    }
+  }
+
+  private static void copyOutput(Process process, Path log, Deque<String> tail, CompletableFuture<Integer> ready) {
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+         Writer out = Files.newBufferedWriter(log, StandardCharsets.UTF_8)) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        out.write(line);
+        out.write('\n');
+        out.flush();
+        synchronized (tail) {
+          tail.addLast(line);
+          if (tail.size() > 40) tail.removeFirst();
+        }
+        Matcher m = SERVING.matcher(line);
+        if (m.find()) ready.complete(Integer.parseInt(m.group(1)));
+      }
+    } catch (IOException ignored) {
+      // the process went away
+    }
+    String last;
+    synchronized (tail) {
+      last = String.join(" | ", tail);
+    }
+    ready.completeExceptionally(new IllegalStateException("router exited (" + exitCode(process) + "): " + last));
+  }
+
+  private static String exitCode(Process process) {
+    try {
+      return "exit " + process.waitFor();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "interrupted";
+    }
+  }
+
+  public int port() {
+    return port;
+  }
+
+  public long pid() {
+    return process.pid();
+  }
+
+  public boolean alive() {
+    return process.isAlive();
+  }
+
+  public Path log() {
+    return log;
+  }
+
+  public Path fleetFile() {
+    return fleetFile;
+  }
+
+  /** Heap readings; null when started without JMX. */
+  public JvmProbe probe() {
+    return probe;
+  }
+
+  /** CPU seconds the router has used so far. */
+  public double cpuSeconds() {
+    return ProcessCpu.seconds(process.pid());
+  }
+
+  /** The last lines the router printed. */
+  public List<String> tail() {
+    synchronized (tail) {
+      return List.copyOf(tail);
+    }
+  }
+
+  /** Writes the flight recording started at launch to {@code file} (needs {@code jcmd}); false when it cannot. */
+  public boolean dumpProfile(BenchEnv env, Path file) {
+    if (!jfr) return false;
+    Path jcmd = env.java().resolveSibling("jcmd");
+    try {
+      Process p = new ProcessBuilder(jcmd.toString(), String.valueOf(process.pid()), "JFR.dump", "name=bench",
+          "filename=" + file.toAbsolutePath()).redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      boolean ok = p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0 && Files.exists(file);
+      if (!ok) System.out.println("JFR dump failed: " + out.strip());
+      return ok;
+    } catch (IOException e) {
+      System.out.println("JFR dump failed: " + e.getMessage());
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** How the last stop went: null while running or after a clean SIGTERM stop. */
+  public String stopNote() {
+    return stopNote;
+  }
+
+  @Override
+  public void close() {
+    if (probe != null) probe.close();
+    if (!process.isAlive()) return;
+    long t0 = System.nanoTime();
+    process.destroy();
+    try {
+      if (!process.waitFor(STOP_WAIT_S, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+        stopNote = "router did not exit within " + STOP_WAIT_S + " s of SIGTERM; killed with SIGKILL";
+      } else if (process.exitValue() != 0 && process.exitValue() != 143) {
+        stopNote = "router exited with " + process.exitValue() + " after SIGTERM ("
+            + Math.round((System.nanoTime() - t0) / 1e6) + " ms)";
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      process.destroyForcibly();
+    }
+    if (stopNote != null) System.out.println("note: " + stopNote);
+  }
+}
