@@ -9,6 +9,8 @@ public enum FaultKind {
   CONNECT_ERROR(502, true, FailureClass.CONNECTION, true, "connect_error"),
   CONNECT_TIMEOUT(504, true, FailureClass.TIMEOUT, true, "connect_timeout"),
   POOL_TIMEOUT(504, true, null, false, "pool_timeout"),
+  /** The router itself ran out of a resource (file descriptors): no evidence against the engine. */
+  LOCAL_RESOURCES(503, true, null, false, "local_resources"),
   CONNECTION_RESET(502, true, FailureClass.CONNECTION, true, "connection_reset"),
   PREFILL_TIMEOUT(504, true, FailureClass.TIMEOUT, true, "prefill_timeout"),
   ENGINE_TIMEOUT_STATUS(504, true, FailureClass.TIMEOUT, true, "engine_timeout_status"),

@@ -197,6 +197,9 @@ public final class EngineClient {
   /** Maps a transport failure to the taxonomy; faults already classified pass through. */
   static EngineFault classify(Throwable err, Phase phase) {
     if (err instanceof EngineFault fault) return fault;
+    if (outOfDescriptors(err)) {
+      return new EngineFault(FaultKind.LOCAL_RESOURCES, phase, "router out of file descriptors; the engine was not reached");
+    }
     if (err instanceof ConnectTimeoutException) {
       return new EngineFault(FaultKind.CONNECT_TIMEOUT, phase, "could not connect to the engine in time");
     }
@@ -204,6 +207,15 @@ public final class EngineClient {
       return new EngineFault(FaultKind.CONNECT_ERROR, phase, "could not connect to the engine");
     }
     return new EngineFault(FaultKind.CONNECTION_RESET, phase, "engine connection failed before a complete response");
+  }
+
+  /** EMFILE/ENFILE anywhere in the cause chain: the router's own limit, not the engine's fault. */
+  private static boolean outOfDescriptors(Throwable err) {
+    for (Throwable t = err; t != null; t = t.getCause()) {
+      String m = t.getMessage();
+      if (m != null && (m.contains("Too many open files") || m.contains("EMFILE") || m.contains("ENFILE"))) return true;
+    }
+    return false;
   }
 
   /** The engine's own error message, from vLLM's nested or legacy flat error shape. */

@@ -172,6 +172,17 @@ class EngineClientTest {
     assertTrue(!fault.detail().contains("127.0.0.1"));
   }
 
+  @Test
+  void runningOutOfDescriptorsIsTheRoutersFaultNotTheEngines() {
+    EngineFault fault = EngineClient.classify(new java.net.ConnectException("connect failed"), Phase.DECODE);
+    assertEquals(FaultKind.CONNECT_ERROR, fault.kind());
+    EngineFault local = EngineClient.classify(new io.vertx.core.VertxException(new java.net.SocketException("Too many open files")),
+        Phase.DECODE);
+    assertEquals(FaultKind.LOCAL_RESOURCES, local.kind());
+    assertEquals(null, local.kind().failureClass(), "no breaker evidence against the engine");
+    assertTrue(local.isTransient());
+  }
+
   static Object awaitOutcome(Future<?> future) {
     try {
       return future.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
