@@ -7,12 +7,9 @@ import java.util.Map;
 /**
  * {@code narwhal bench <scenario>}: runs one scenario, prints its tables and its verdicts against QUALITY.md,
  * writes the JSON result (and charts) under the results directory. Exit status: 0 ran (performance targets
- * may be missed: that is a finding), 3 a correctness check was violated, 2 the scenario cannot run here,
- * 1 the benchmark itself failed.
+ * may be missed: that is a finding), 3 a correctness check was violated, 1 the benchmark itself failed.
  */
 public final class Bench {
-  public static final String NEEDS_CLUSTER = "needs cluster mode (issue 6), not available yet";
-
   private static final Map<String, Scenario> SCENARIOS = new LinkedHashMap<>();
 
   static {
@@ -22,8 +19,8 @@ public final class Bench {
     register(new StartupScenario());
     register(new SoakScenario());
     register(new FuzzEdgeScenario());
-    register(new ClusterOnlyScenario("propagation", "P5: an ejection on one replica seen by every other within 200 ms"));
-    register(new ClusterOnlyScenario("replica-kill", "R3: three replicas under load, one killed with SIGKILL"));
+    register(new PropagationScenario());
+    register(new ReplicaKillScenario());
   }
 
   private Bench() {
@@ -43,10 +40,6 @@ public final class Bench {
     Scenario scenario = SCENARIOS.get(name);
     if (scenario == null) {
       System.err.println("narwhal bench: unknown scenario \"" + name + "\"; expected one of " + String.join(", ", SCENARIOS.keySet()));
-      return 2;
-    }
-    if (scenario instanceof ClusterOnlyScenario) {
-      System.out.println("narwhal bench " + name + ": " + NEEDS_CLUSTER);
       return 2;
     }
     BenchEnv env = new BenchEnv(name, options);

@@ -39,6 +39,7 @@ public final class RouterProcess implements AutoCloseable {
   private final Deque<String> tail;
   private JvmProbe probe;
   private String stopNote;
+  private long readyMs;
 
   private RouterProcess(Process process, Path log, Path fleetFile, int port, int jmxPort, boolean jfr, Deque<String> tail) {
     this.process = process;
@@ -50,10 +51,19 @@ public final class RouterProcess implements AutoCloseable {
     this.tail = tail;
   }
 
-  /** What to start: extra JVM flags (heap size), JMX for heap readings, JFR for a profile. */
-  public record Options(List<String> jvmArgs, boolean jmx, boolean jfr) {
+  /** What to start: extra JVM flags (heap size), JMX for heap readings, JFR for a profile, extra {@code serve} options. */
+  public record Options(List<String> jvmArgs, boolean jmx, boolean jfr, List<String> serveArgs) {
+    public Options(List<String> jvmArgs, boolean jmx, boolean jfr) {
+      this(jvmArgs, jmx, jfr, List.of());
+    }
+
     public static Options plain() {
       return new Options(List.of(), false, false);
+    }
+
+    /** Plain, with these options after {@code serve --fleet FILE}. */
+    public static Options serving(String... serveArgs) {
+      return new Options(List.of(), false, false, List.of(serveArgs));
     }
   }
 
@@ -79,6 +89,8 @@ public final class RouterProcess implements AutoCloseable {
       command.addAll(List.of("-XX:StartFlightRecording=name=bench,settings=profile", "-XX:FlightRecorderOptions=stackdepth=128"));
     }
     command.addAll(List.of("-jar", env.jar().toString(), "serve", "--fleet", fleetFile.toString()));
+    command.addAll(options.serveArgs());
+    long t0 = System.nanoTime();
     Process process;
     try {
       process = new ProcessBuilder(command).redirectErrorStream(true).start();
@@ -93,6 +105,7 @@ public final class RouterProcess implements AutoCloseable {
     try {
       int port = ready.get(60, TimeUnit.SECONDS);
       RouterProcess router = new RouterProcess(process, log, fleetFile, port, jmxPort, options.jfr(), tail);
+      router.readyMs = (System.nanoTime() - t0) / 1_000_000;
       if (options.jmx()) router.probe = JvmProbe.connect(jmxPort, 15_000);
       return router;
     } catch (Exception e) {
@@ -138,6 +151,11 @@ public final class RouterProcess implements AutoCloseable {
 
   public int port() {
     return port;
+  }
+
+  /** Milliseconds from the process start to the line saying it serves. */
+  public long readyMs() {
+    return readyMs;
   }
 
   public long pid() {
@@ -193,6 +211,18 @@ public final class RouterProcess implements AutoCloseable {
     }
   }
 
+  /** SIGKILL, no grace and no shutdown hook: the replica is gone, mid-request, when this returns. */
+  public void kill() {
+    if (probe != null) probe.close();
+    probe = null;
+    process.destroyForcibly();
+    try {
+      if (!process.waitFor(10, TimeUnit.SECONDS)) throw new IllegalStateException("router " + process.pid() + " survived SIGKILL");
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   /** How the last stop went: null while running or after a clean SIGTERM stop. */
   public String stopNote() {
     return stopNote;
@@ -200,15 +230,20 @@ public final class RouterProcess implements AutoCloseable {
 
   @Override
   public void close() {
+    close(STOP_WAIT_S);
+  }
+
+  /** SIGTERM, then SIGKILL if the router is still there after {@code waitS} seconds (a clustered one leaves its cluster first). */
+  public void close(long waitS) {
     if (probe != null) probe.close();
     if (!process.isAlive()) return;
     long t0 = System.nanoTime();
     process.destroy();
     try {
-      if (!process.waitFor(STOP_WAIT_S, TimeUnit.SECONDS)) {
+      if (!process.waitFor(waitS, TimeUnit.SECONDS)) {
         process.destroyForcibly();
         process.waitFor(10, TimeUnit.SECONDS);
-        stopNote = "router did not exit within " + STOP_WAIT_S + " s of SIGTERM; killed with SIGKILL";
+        stopNote = "router did not exit within " + waitS + " s of SIGTERM; killed with SIGKILL";
       } else if (process.exitValue() != 0 && process.exitValue() != 143) {
         stopNote = "router exited with " + process.exitValue() + " after SIGTERM ("
             + Math.round((System.nanoTime() - t0) / 1e6) + " ms)";

@@ -3,6 +3,7 @@ package narwhal.bench;
 import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.json.JsonObject;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -16,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * P6 (single replica). Launches {@code java -jar narwhal.jar serve --fleet FILE} as a new process, as an
+ * P6. Launches {@code java -jar narwhal.jar serve --fleet FILE} as a new process, as an
  * operator does, and times from the process start to the first request it serves (a non-streaming completion
  * answered 200, tried every 10 ms), and to the line saying it listens. Preflight (strict) runs against a
  * simulated fleet in the bench process, so it is part of the time, as in production. The JVM's own floor —
@@ -24,6 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class StartupScenario implements Scenario {
   static final long TARGET_MS = 3000;
+  static final long CLUSTERED_TARGET_MS = 10_000;
   /** A poll attempt not answered within this is abandoned ("hung") and the next one is sent. */
   static final long ATTEMPT_TIMEOUT_MS = 1000;
 
@@ -34,7 +36,7 @@ final class StartupScenario implements Scenario {
 
   @Override
   public String summary() {
-    return "P6: time from process start to first served request, single replica";
+    return "P6: time from process start to first served request, single and clustered replica";
   }
 
   @Override
@@ -48,6 +50,7 @@ final class StartupScenario implements Scenario {
     HttpClientAgent http = load.client(4);
     report.layout("bench process: simulated P0 (prefill) and D0 (decode), and the poller (a completion every 10 ms until one is answered 200)")
         .layout("router: a new JVM per run, exactly `java -jar narwhal.jar serve --fleet FILE` (default JVM flags, strict preflight)")
+        .layout("clustered runs: the same, with cluster.enabled, joining a first replica already running (Hazelcast on 127.0.0.1)")
         .layout("all on one 2-core machine, shared with other users' builds and tests");
     report.parameter("runs", runs);
 
@@ -64,7 +67,7 @@ final class StartupScenario implements Scenario {
       int port = FreePort.pick();
       Path fleetFile = env.tmp().resolve("startup-fleet.json");
       Files.writeString(fleetFile, fleet.fleetFile(journal, port).encodePrettily());
-      Timing t = launch(env, fleetFile, port, http, load);
+      Timing t = launch(env, fleetFile, port, http, load, RouterProcess.STOP_WAIT_S);
       served.add(t.firstServedMs);
       stops.add(t.stop);
       attemptsSeen.add(t.attempts);
@@ -81,7 +84,6 @@ final class StartupScenario implements Scenario {
     boolean all = sorted.stream().allMatch(x -> x >= 0);
     report.verdict(Verdict.perf("P6", "single replica: start to first served request, median of " + runs + " (worst " + worst + " ms)",
         median + " ms", "≤ " + TARGET_MS + " ms", all && median >= 0 && median <= TARGET_MS));
-    report.verdict(Verdict.info("P6", "clustered replica: start to first served request", Bench.NEEDS_CLUSTER));
     long floorMedian = floor.stream().sorted().toList().get(floor.size() / 2);
     report.verdict(Verdict.info("P6", "JVM floor: java -jar narwhal.jar --version, median", floorMedian + " ms"));
     long hungRuns = attemptsSeen.stream().filter(a -> a.contains("hung")).count();
@@ -94,6 +96,45 @@ final class StartupScenario implements Scenario {
       report.note("the router did not always stop on SIGTERM: " + stops);
     }
     report.raw("first_served_ms", served).raw("jvm_floor_ms", floor);
+    clustered(env, fleet, http, load, smoke ? 1 : 3);
+  }
+
+  /**
+   * P6, clustered: a first replica runs (cluster.enabled, a cluster of its own on loopback); each run launches a second
+   * one that joins it and times start to first served request, as above.
+   */
+  private void clustered(BenchEnv env, SimBench fleet, HttpClientAgent http, LoadGenerator load, int runs) throws Exception {
+    BenchReport report = env.report();
+    JsonObject cluster = ClusterReplicas.newCluster();
+    JsonObject seedFleet = fleet.fleetFile(env.tmp().resolve("seed-journal.jsonl"), 0).put("cluster", cluster);
+    env.progress().say("clustered: starting the first replica");
+    RouterProcess seed = RouterProcess.start(env, "startup-seed", seedFleet, RouterProcess.Options.plain());
+    try {
+      ResultTable table = new ResultTable("start to first served request, clustered replica joining a running one (ms from process start)",
+          "run", "listening line", "first served", "poll attempts", "stopped by SIGTERM");
+      List<Long> served = new ArrayList<>();
+      for (int i = 0; i < runs; i++) {
+        env.progress().say("clustered run " + (i + 1) + "/" + runs);
+        Path journal = env.tmp().resolve("journal-clustered-" + i + ".jsonl");
+        int port = FreePort.pick();
+        Path fleetFile = env.tmp().resolve("startup-clustered-fleet.json");
+        Files.writeString(fleetFile, fleet.fleetFile(journal, port).put("cluster", cluster).encodePrettily());
+        Timing t = launch(env, fleetFile, port, http, load, ClusterReplicas.LEAVE_WAIT_S);
+        served.add(t.firstServedMs);
+        table.row(i + 1, t.listeningMs < 0 ? "—" : t.listeningMs, t.firstServedMs < 0 ? "never" : t.firstServedMs, t.attempts, t.stop);
+        Files.deleteIfExists(journal);
+      }
+      report.table(table);
+      List<Long> sorted = served.stream().sorted().toList();
+      long median = sorted.get(sorted.size() / 2);
+      boolean all = sorted.stream().allMatch(x -> x >= 0);
+      report.verdict(Verdict.perf("P6", "clustered replica (joining one): start to first served request, median of " + runs
+          + " (worst " + sorted.get(sorted.size() - 1) + " ms)", median + " ms", "≤ " + CLUSTERED_TARGET_MS + " ms",
+          all && median <= CLUSTERED_TARGET_MS));
+      report.raw("clustered_first_served_ms", served);
+    } finally {
+      seed.close(ClusterReplicas.LEAVE_WAIT_S);
+    }
   }
 
   /**
@@ -111,7 +152,7 @@ final class StartupScenario implements Scenario {
     return (System.nanoTime() - t0) / 1_000_000;
   }
 
-  private static Timing launch(BenchEnv env, Path fleetFile, int port, HttpClientAgent http, LoadGenerator load)
+  private static Timing launch(BenchEnv env, Path fleetFile, int port, HttpClientAgent http, LoadGenerator load, long stopWaitS)
       throws IOException, InterruptedException {
     Path log = env.tmp().resolve("startup-router.log");
     AtomicLong listening = new AtomicLong(-1);
@@ -160,10 +201,10 @@ final class StartupScenario implements Scenario {
     }
     String stop = "yes";
     p.destroy();
-    if (!p.waitFor(RouterProcess.STOP_WAIT_S, TimeUnit.SECONDS)) {
+    if (!p.waitFor(stopWaitS, TimeUnit.SECONDS)) {
       p.destroyForcibly();
       p.waitFor(10, TimeUnit.SECONDS);
-      stop = "no: SIGKILL after " + RouterProcess.STOP_WAIT_S + " s";
+      stop = "no: SIGKILL after " + stopWaitS + " s";
     }
     if (firstServed < 0) System.out.println("router never served; its log: " + log);
     return new Timing(listening.get(), firstServed, lastSent, attempts.toString(), stop);

@@ -14,7 +14,8 @@ import java.util.concurrent.Callable;
 /**
  * {@code narwhal bench <scenario>}: the benchmarks of QUALITY.md. Each prints its tables with the baseline beside
  * the router, writes a JSON result (and charts) under {@code bench-results/}, and exits 0 when it ran (missed
- * performance targets are findings), 3 when a correctness check failed, 2 when the scenario cannot run here.
+ * performance targets are findings), 3 when a correctness check failed, 2 for an unknown scenario, 1 when the
+ * benchmark itself failed.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
     description = {"Run a benchmark scenario against simulated engines and report it against QUALITY.md.", ""},
@@ -25,12 +26,12 @@ import java.util.concurrent.Callable;
         "  startup       P6: process start to first served request",
         "  soak          R2: mixed load, 10%% faults: leaks, journal rows, hangs, heap",
         "  fuzz-edge     R5: malformed and hostile input at the HTTP edge",
-        "  propagation   P5: needs cluster mode, not available yet",
-        "  replica-kill  R3: needs cluster mode, not available yet",
+        "  propagation   P5: an ejection on one of 3 clustered replicas, seen by the others",
+        "  replica-kill  R3: 3 clustered replicas under load, SIGKILL one",
         "",
         "Results go to bench-results/<scenario>[-smoke].json and .png.",
         "Exit: 0 ran (missed targets are findings), 3 a correctness check failed,",
-        "2 not runnable here, 1 the benchmark itself failed."})
+        "2 unknown scenario, 1 the benchmark itself failed."})
 final class BenchCommand implements Callable<Integer> {
   @Parameters(index = "0", paramLabel = "SCENARIO", description = "overhead, relay, concurrency, startup, soak, fuzz-edge, propagation, replica-kill")
   String scenario;

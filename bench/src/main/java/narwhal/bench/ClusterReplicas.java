@@ -1,0 +1,145 @@
+package narwhal.bench;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.function.UnaryOperator;
+
+/**
+ * Router replicas clustered through Hazelcast on loopback, each its own process ({@link RouterProcess}) exactly as an
+ * operator starts one, with its own HTTP port and journal. They share one fleet definition, a cluster name of their
+ * own (no other cluster on the machine is joined) and a free Hazelcast port to count up from. A replica can be
+ * SIGKILLed and started again under its name; {@link #close} stops every process this started.
+ */
+final class ClusterReplicas implements AutoCloseable {
+  /** How long a replica gets to leave the cluster and exit after SIGTERM. */
+  static final long LEAVE_WAIT_S = 15;
+  private final BenchEnv env;
+  private final JsonObject fleet;
+  private final LoadGenerator load;
+  private final List<String> names;
+  private final RouterProcess[] replicas;
+  private final HttpWork[] clients;
+  private final List<RouterProcess> started = new ArrayList<>();
+
+  private ClusterReplicas(BenchEnv env, JsonObject fleet, LoadGenerator load, List<String> names) {
+    this.env = env;
+    this.fleet = fleet;
+    this.load = load;
+    this.names = List.copyOf(names);
+    this.replicas = new RouterProcess[names.size()];
+    this.clients = new HttpWork[names.size()];
+  }
+
+  /**
+   * Starts one replica per name, one after the other, in front of {@code engines}, with {@code tune} applied to the
+   * fleet file, and waits until every one of them counts all of them as cluster members.
+   */
+  static ClusterReplicas start(BenchEnv env, EngineFleet engines, LoadGenerator load, UnaryOperator<JsonObject> tune,
+                               List<String> names) {
+    JsonObject fleet = tune.apply(engines.fleetFile(env.tmp().resolve("unused.jsonl"), 0));
+    fleet.put("cluster", newCluster());
+    ClusterReplicas cluster = env.own(new ClusterReplicas(env, fleet, load, names));
+    for (int i = 0; i < names.size(); i++) cluster.start(i);
+    cluster.awaitMembers(names.size(), 60_000);
+    return cluster;
+  }
+
+  /** The {@code cluster} section of a new cluster: enabled, a name of its own, loopback, counting up from a free port. */
+  static JsonObject newCluster() {
+    return new JsonObject().put("enabled", true).put("name", "bench-" + UUID.randomUUID().toString().substring(0, 8))
+        .put("members", new JsonArray().add("127.0.0.1")).put("port", FreePort.pick()).put("host", "127.0.0.1");
+  }
+
+  int size() {
+    return names.size();
+  }
+
+  String name(int i) {
+    return names.get(i);
+  }
+
+  RouterProcess replica(int i) {
+    return replicas[i];
+  }
+
+  /** An HTTP client for replica {@code i} (on the load generator). */
+  HttpWork client(int i) {
+    return clients[i];
+  }
+
+  List<HttpWork> clients() {
+    return List.of(clients);
+  }
+
+  /** Starts (or starts again) replica {@code i}; returns when it serves. */
+  RouterProcess start(int i) {
+    return start(i, RouterProcess.Options.plain());
+  }
+
+  /** As {@link #start(int)}, with these process options. */
+  RouterProcess start(int i, RouterProcess.Options options) {
+    JsonObject own = fleet.copy();
+    own.getJsonObject("journal").put("path", env.tmp().resolve(names.get(i) + "-journal.jsonl").toAbsolutePath().toString());
+    String name = replicas[i] == null ? names.get(i) : names.get(i) + "-restart" + started.size();
+    RouterProcess router = RouterProcess.start(env, name, own, options);
+    started.add(router);
+    replicas[i] = router;
+    clients[i] = new HttpWork(load.vertx(), load.client(256), "127.0.0.1", router.port());
+    return router;
+  }
+
+  /** SIGKILLs replica {@code i}. */
+  void kill(int i) {
+    replicas[i].kill();
+  }
+
+  /** Waits until every live replica lists {@code expected} cluster members in its state. */
+  void awaitMembers(int expected, long timeoutMs) {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000;
+    for (int i = 0; i < replicas.length; i++) {
+      if (!replicas[i].alive()) continue;
+      while (members(i) != expected) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException(names.get(i) + " sees " + members(i) + " cluster members, not " + expected
+              + " (log: " + replicas[i].log() + ")");
+        }
+        JvmProbe.sleep(50);
+      }
+    }
+  }
+
+  /** The cluster members replica {@code i} sees; -1 when it does not answer. */
+  int members(int i) {
+    JsonObject state = state(i);
+    return state == null ? -1 : state.getJsonArray("cluster_members", new JsonArray()).size();
+  }
+
+  /** Replica {@code i}'s {@code /narwhal/state}; null when it does not answer. */
+  JsonObject state(int i) {
+    try {
+      HttpWork.Reply reply = clients[i].getBlocking("/narwhal/state", 2_000);
+      return reply.status() == 200 ? reply.body().toJsonObject() : null;
+    } catch (RuntimeException e) {
+      return null;
+    }
+  }
+
+  /** An engine's placement state in a {@code /narwhal/state} answer ("serving", "ejected", …); null when not listed. */
+  static String engineState(JsonObject state, String iid) {
+    if (state == null) return null;
+    for (Object o : state.getJsonArray("engines", new JsonArray())) {
+      JsonObject engine = (JsonObject) o;
+      if (iid.equals(engine.getString("iid"))) return engine.getString("state");
+    }
+    return null;
+  }
+
+  @Override
+  public void close() {
+    for (RouterProcess router : started) router.close(LEAVE_WAIT_S);
+  }
+}
