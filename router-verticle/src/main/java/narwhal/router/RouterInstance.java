@@ -6,6 +6,9 @@ import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
@@ -36,6 +39,7 @@ final class RouterInstance extends VerticleBase {
   private EngineClient engines;
   private RouterContext ctx;
   private final java.util.Map<HttpConnection, Long> awaitingFirstRequest = new java.util.HashMap<>();
+  private final java.util.Set<HttpConnection> brokenBodies = new java.util.HashSet<>();
 
   RouterInstance(RouterVerticle.Shared shared, int port) {
     this.shared = shared;
@@ -52,7 +56,7 @@ final class RouterInstance extends VerticleBase {
         shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.inFlight());
     return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
             .setHttp2ClearTextEnabled(false))
-        .connectionHandler(this::firstRequestDeadline).requestHandler(router(cfg)).listen()
+        .connectionHandler(this::connected).invalidRequestHandler(this::malformed).requestHandler(router(cfg)).listen()
         .onSuccess(s -> server = s);
   }
 
@@ -61,6 +65,37 @@ final class RouterInstance extends VerticleBase {
     Future<Void> closed = server == null ? Future.succeededFuture()
         : server.shutdown(config.get().serving().gracefulTimeoutMs(), TimeUnit.MILLISECONDS);
     return closed.compose(v -> engines == null ? Future.succeededFuture() : engines.close());
+  }
+
+  private void connected(HttpConnection connection) {
+    FramingGuard.install(connection, () -> brokenBodies.add(connection));
+    firstRequestDeadline(connection);
+  }
+
+  /** A request head the HTTP decoder could not read (or an unknown HTTP version): 4xx with the contract's error, then close. */
+  private void malformed(HttpServerRequest request) {
+    Throwable cause = request.decoderResult().cause();
+    EdgeError error = cause instanceof TooLongHttpLineException
+        ? new EdgeError(414, "invalid_request_error", "request line too long", null, null, "invalid_request", false)
+        : cause instanceof TooLongHttpHeaderException
+        ? new EdgeError(431, "invalid_request_error", "request headers too large", null, null, "invalid_request", false)
+        : EdgeError.invalid(cause instanceof FramingGuard.UnsupportedVersion ? cause.getMessage() : "malformed HTTP request", null);
+    ctx.metrics().offered();
+    ctx.metrics().invalid();
+    request.response().putHeader("x-request-id", UUID.randomUUID().toString()).putHeader("connection", "close");
+    error.send(request.response());
+    request.connection().close();
+  }
+
+  /** A body whose framing broke (e.g. a bad chunk size) is refused, never served from what arrived. */
+  private void framed(RoutingContext rc) {
+    if (!brokenBodies.remove(rc.request().connection())) {
+      rc.next();
+      return;
+    }
+    RouterVerticle.received(ctx, rc);
+    ctx.metrics().offered();
+    EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("malformed HTTP request body framing", null), "invalid");
   }
 
   /**
@@ -73,6 +108,7 @@ final class RouterInstance extends VerticleBase {
     });
     awaitingFirstRequest.put(connection, timer);
     connection.closeHandler(v -> {
+      brokenBodies.remove(connection);
       Long pending = awaitingFirstRequest.remove(connection);
       if (pending != null) vertx.cancelTimer(pending);
     });
@@ -96,8 +132,8 @@ final class RouterInstance extends VerticleBase {
     });
     BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
     router.post("/v1/*").handler(this::declaredSize);
-    router.post("/v1/completions").handler(body).handler(new InferenceHandler(ctx, false));
-    router.post("/v1/chat/completions").handler(body).handler(new InferenceHandler(ctx, true));
+    router.post("/v1/completions").handler(body).handler(this::framed).handler(new InferenceHandler(ctx, false));
+    router.post("/v1/chat/completions").handler(body).handler(this::framed).handler(new InferenceHandler(ctx, true));
     router.get("/v1/models").handler(this::models);
     router.get("/health").handler(rc -> rc.json(new JsonObject().put("status", "ok")));
     router.get("/ready").handler(this::ready);
