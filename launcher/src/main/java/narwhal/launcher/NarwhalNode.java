@@ -8,7 +8,6 @@ import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.json.JsonObject;
-import io.vertx.micrometer.MicrometerMetricsFactory;
 import io.vertx.micrometer.MicrometerMetricsOptions;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
@@ -18,6 +17,7 @@ import narwhal.common.config.NarwhalConfig;
 import narwhal.breaker.BreakerVerticle;
 import narwhal.placement.PlacementVerticle;
 import narwhal.router.EngineFacts;
+import narwhal.router.GuardedMetricsFactory;
 import narwhal.router.Preflight;
 import narwhal.router.PreflightReport;
 import narwhal.router.RouterVerticle;
@@ -109,7 +109,7 @@ public final class NarwhalNode {
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     HazelcastClusterManager cluster = config.cluster().enabled() ? ClusterBootstrap.clusterManager(config.cluster(), false) : null;
     VertxOptions options = new VertxOptions().setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true));
-    return ClusterBootstrap.start(options, new MicrometerMetricsFactory(registry), config.cluster(), cluster, env)
+    return ClusterBootstrap.start(options, GuardedMetricsFactory.micrometer(registry), config.cluster(), cluster, env)
         .map(vertx -> new NarwhalNode(vertx, registry, cluster, config, env));
   }
 

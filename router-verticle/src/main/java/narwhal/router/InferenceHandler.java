@@ -16,14 +16,13 @@ import java.util.Optional;
 
 /**
  * The edge of {@code /v1/completions} and {@code /v1/chat/completions}: parses and validates the body, enforces
- * the in-flight limit, then hands the request to its {@link RequestLifecycle}. Refusals here are journalled
- * as {@code invalid} or {@code rejected}.
+ * the replica's in-flight limit (one count across endpoints and event loops), then hands the request to its
+ * {@link RequestLifecycle}. Refusals here are journalled as {@code invalid} or {@code rejected}.
  */
 final class InferenceHandler implements Handler<RoutingContext> {
   private final RouterContext ctx;
   private final boolean chat;
   private final String endpoint;
-  private int inFlight;
 
   InferenceHandler(RouterContext ctx, boolean chat) {
     this.ctx = ctx;
@@ -52,7 +51,8 @@ final class InferenceHandler implements Handler<RoutingContext> {
       EdgeRefusal.refuse(ctx, rc, invalid.get(), "invalid");
       return;
     }
-    if (inFlight >= cfg.serving().maxConnections()) {
+    int limit = cfg.serving().maxConnections();
+    if (ctx.inFlight().getAndUpdate(n -> n < limit ? n + 1 : n) >= limit) {
       EdgeRefusal.refuse(ctx, rc, EdgeError.overloaded(), "rejected");
       return;
     }
@@ -60,12 +60,7 @@ final class InferenceHandler implements Handler<RoutingContext> {
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos);
     ClientSink sink = stream ? new SseRelay(rc.response()) : new JsonAssembler(rc.response(), chat, rid, cfg.model());
-    inFlight++;
-    new RequestLifecycle(ctx, request, sink, () -> inFlight--).start();
-  }
-
-  int inFlight() {
-    return inFlight;
+    new RequestLifecycle(ctx, request, sink, ctx.inFlight()::decrementAndGet).start();
   }
 
   /** The body as a JSON object: strictly UTF-8 (no overlong forms, no encoded surrogates), an object at the top. */

@@ -9,7 +9,8 @@ import io.vertx.core.json.JsonObject;
 
 /**
  * The request journal (CONTRACT §8.2): one JSON line per finished request, appended through a Vert.x
- * {@link AsyncFile}, whose writes run off the event loop. {@link #close()} flushes what is queued.
+ * {@link AsyncFile}, whose writes run off the event loop. {@link #append} may be called from any event loop: the
+ * file reserves each row's position under its lock, so rows never interleave. {@link #close()} flushes what is queued.
  */
 public final class Journal {
   private final AsyncFile file;

@@ -4,7 +4,7 @@ package narwhal.router;
  * The shared retry-credit pool (CONTRACT §4): starts full at {@code serving.retry_budget}; a retry spends one
  * credit when its prefill dispatches; each completed request adds {@code serving.retry_replenish}, capped at
  * the pool size. Credits are counted in millionths, so refills add up exactly (ten refills of 0.1 are one
- * whole credit, not 0.9999999999999999). Event-loop confined.
+ * whole credit, not 0.9999999999999999). One pool per replica, shared by its event loops: thread-safe.
  */
 public final class RetryBudget {
   private static final long UNIT = 1_000_000L;
@@ -19,26 +19,26 @@ public final class RetryBudget {
     this.credits = this.size;
   }
 
-  public boolean available() {
+  public synchronized boolean available() {
     return credits >= UNIT;
   }
 
-  public boolean trySpend() {
+  public synchronized boolean trySpend() {
     if (!available()) return false;
     credits -= UNIT;
     return true;
   }
 
-  public void completed() {
+  public synchronized void completed() {
     credits = Math.min(size, credits + replenish);
   }
 
-  public double credits() {
+  public synchronized double credits() {
     return credits / (double) UNIT;
   }
 
   /** Applies reloaded settings; credits above the new size are cut to it. */
-  public void resize(double newSize, double newReplenish) {
+  public synchronized void resize(double newSize, double newReplenish) {
     size = units(newSize);
     replenish = units(newReplenish);
     credits = Math.min(credits, size);

@@ -1,48 +1,41 @@
 package narwhal.router;
 
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
-import io.vertx.core.http.HttpConnection;
-import io.vertx.core.http.HttpServer;
-import io.vertx.core.http.HttpServerOptions;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
-import io.vertx.ext.web.handler.BodyHandler;
 import narwhal.common.bus.Addresses;
 import narwhal.common.config.NarwhalConfig;
-import narwhal.engines.client.EngineClient;
-import narwhal.engines.client.EngineClientOptions;
 
 import java.util.List;
-import java.util.UUID;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
- * HTTP ingress (CONTRACT §1): the OpenAI-compatible inference endpoints, models, health, readiness, metrics
- * and state. Every response carries the router's {@code x-request-id}. Each admitted request runs in its own
- * {@link RequestLifecycle}; engine health is never decided here, only reported to the breaker.
+ * The router of one replica: owns what is per replica (the journal, the retry budget, the in-flight count,
+ * metrics, reload handling) and serves HTTP from {@code server.event_loops} {@link RouterInstance}s, child
+ * deployments that share one port, so a replica uses that many cores. Undeploying it stops the instances
+ * (gracefully, see {@link RouterInstance#stop}) before the journal is flushed and closed.
  */
 public final class RouterVerticle extends VerticleBase {
   static final String RID = "narwhal.rid";
-  private static final String RECEIVE_TIMER = "narwhal.receive.timer";
+  static final String RECEIVE_TIMER = "narwhal.receive.timer";
+  private static final AtomicInteger ANY_PORT_KEYS = new AtomicInteger();
+
+  /** What the instances of one replica share; every part is thread-safe. */
+  record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
+                Journal journal, RetryBudget retryBudget, AtomicInteger inFlight, Supplier<List<String>> members) {
+  }
 
   private final Supplier<NarwhalConfig> config;
   private final EngineFacts facts;
   private final MeterRegistry registry;
   private final int portOverride;
   private final Supplier<List<String>> members;
-  private HttpServer server;
-  private EngineClient engines;
-  private Journal journal;
-  private RouterContext ctx;
-  private RetryBudget retryBudget;
-  private final java.util.Map<HttpConnection, Long> awaitingFirstRequest = new java.util.HashMap<>();
+  private Shared shared;
+  private volatile RouterInstance first;
 
   /** @param portOverride the port to listen on instead of {@code server.port}; -1 to use the configured one, 0 for any */
   public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride) {
@@ -59,41 +52,46 @@ public final class RouterVerticle extends VerticleBase {
     this.members = members;
   }
 
+  /** Completes when every instance listens on the one port (any free one for 0) they share. */
   @Override
   public Future<?> start() {
     NarwhalConfig cfg = config.get();
-    engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
-        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, apiKey(cfg)));
-    retryBudget = new RetryBudget(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
-    return Journal.open(vertx, cfg.journal().path()).compose(j -> {
-      journal = j;
+    RetryBudget retryBudget = new RetryBudget(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
+    return Journal.open(vertx, cfg.journal().path()).compose(journal -> {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
-      ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, metrics), retryBudget, facts, journal,
-          metrics, () -> ThreadLocalRandom.current().nextDouble());
+      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, new AtomicInteger(), members);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
-      vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(metrics));
+      vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> metrics.configReload(false));
       int port = portOverride >= 0 ? portOverride : cfg.server().port();
-      return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
-          .setHttp2ClearTextEnabled(false))
-          .connectionHandler(this::firstRequestDeadline).requestHandler(router(cfg)).listen();
-    }).onSuccess(s -> server = s);
+      // Vert.x shares a port among servers listening on the same one; port 0 is shared through a negative key
+      int listenPort = port == 0 ? -ANY_PORT_KEYS.incrementAndGet() : port;
+      return vertx.deployVerticle(() -> instance(new RouterInstance(shared, listenPort)),
+          new DeploymentOptions().setInstances(cfg.server().eventLoops()));
+    }).recover(err -> closeJournal().transform(x -> Future.failedFuture(err)));
   }
 
+  private synchronized RouterInstance instance(RouterInstance instance) {
+    if (first == null) first = instance;
+    return instance;
+  }
+
+  /** Runs after Vert.x has stopped the instances (child deployments are undeployed first). */
   @Override
   public Future<?> stop() {
-    Future<Void> closed = server == null ? Future.succeededFuture()
-        : server.shutdown(config.get().serving().gracefulTimeoutMs(), TimeUnit.MILLISECONDS);
-    return closed.compose(v -> journal == null ? Future.succeededFuture() : journal.close())
-        .compose(v -> engines == null ? Future.succeededFuture() : engines.close());
+    return closeJournal();
+  }
+
+  private Future<Void> closeJournal() {
+    return shared == null ? Future.succeededFuture() : shared.journal().close();
   }
 
   /** A reloaded fleet file: timeouts and limits are read per request; the retry pool and engine series follow here. */
-  private void reconfigured(RouterMetrics metrics) {
+  private void reconfigured() {
     NarwhalConfig cfg = config.get();
-    retryBudget.resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
-    metrics.track(cfg.engines());
-    metrics.configReload(true);
+    shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
+    shared.metrics().track(cfg.engines());
+    shared.metrics().configReload(true);
   }
 
   /** The request's body has arrived: its receive timer stops. */
@@ -102,139 +100,8 @@ public final class RouterVerticle extends VerticleBase {
     if (timer != null) ctx.vertx().cancelTimer(timer);
   }
 
-  /**
-   * A connection must deliver its first request's headers within {@code serving.receive_timeout_s}, else it is
-   * closed: a client that connects and sends nothing, or dribbles its headers, holds nothing for long.
-   */
-  private void firstRequestDeadline(HttpConnection connection) {
-    long timer = vertx.setTimer(config.get().serving().receiveTimeoutMs(), t -> {
-      if (awaitingFirstRequest.remove(connection) != null) connection.close();
-    });
-    awaitingFirstRequest.put(connection, timer);
-    connection.closeHandler(v -> {
-      Long pending = awaitingFirstRequest.remove(connection);
-      if (pending != null) vertx.cancelTimer(pending);
-    });
-  }
-
-  /** The port the server listens on. */
+  /** The port the router listens on. */
   public int actualPort() {
-    return server.actualPort();
-  }
-
-  private Router router(NarwhalConfig cfg) {
-    Router router = Router.router(vertx);
-    router.route().handler(rc -> {
-      String rid = UUID.randomUUID().toString();
-      rc.put(RID, rid);
-      Long headerTimer = awaitingFirstRequest.remove(rc.request().connection());
-      if (headerTimer != null) vertx.cancelTimer(headerTimer);
-      EdgeRefusal.arrived(rc);
-      rc.response().putHeader("x-request-id", rid);
-      rc.next();
-    });
-    BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
-    router.post("/v1/*").handler(this::declaredSize);
-    router.post("/v1/completions").handler(body).handler(new InferenceHandler(ctx, false));
-    router.post("/v1/chat/completions").handler(body).handler(new InferenceHandler(ctx, true));
-    router.get("/v1/models").handler(this::models);
-    router.get("/health").handler(rc -> rc.json(new JsonObject().put("status", "ok")));
-    router.get("/ready").handler(this::ready);
-    router.get("/metrics").handler(this::metrics);
-    router.get("/narwhal/state").handler(this::state);
-    router.route().last().handler(rc -> new EdgeError(404, "invalid_request_error",
-        "no route for " + rc.request().method() + " " + rc.request().path(), null, null, "not_found", false).send(rc.response()));
-    router.route().failureHandler(this::failure);
-    return router;
-  }
-
-  /** Refuses a body whose declared length is over the limit before reading any of it; bounds the time to receive it. */
-  private void declaredSize(RoutingContext rc) {
-    long receiveMs = config.get().serving().receiveTimeoutMs();
-    rc.put(RECEIVE_TIMER, vertx.setTimer(receiveMs, t -> {
-      if (rc.response().headWritten() || rc.response().closed()) return;
-      rc.response().putHeader("connection", "close");
-      ctx.metrics().offered();
-      EdgeRefusal.refuse(ctx, rc, EdgeError.receiveTimeout(receiveMs), "invalid");
-      rc.request().connection().close();
-    }));
-    String length = rc.request().getHeader("content-length");
-    long limit = config.get().serving().maxRequestBytes();
-    try {
-      if (length != null && Long.parseLong(length.trim()) > limit) {
-        rc.response().putHeader("connection", "close");
-        ctx.metrics().offered();
-        EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(limit), "invalid");
-        return;
-      }
-    } catch (NumberFormatException e) {
-      ctx.metrics().offered();
-      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("content-length: expected a number", null), "invalid");
-      return;
-    }
-    rc.next();
-  }
-
-  private void failure(RoutingContext rc) {
-    int status = rc.statusCode();
-    if (status == 413) {
-      rc.response().putHeader("connection", "close");
-      ctx.metrics().offered();
-      EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(config.get().serving().maxRequestBytes()), "invalid");
-      return;
-    }
-    EdgeError error = status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
-        : status >= 400 && status < 500 ? EdgeError.invalid("malformed request", null)
-        : new EdgeError(500, "internal_error", "internal router error", null, null, "internal", false);
-    error.send(rc.response());
-  }
-
-  private void models(RoutingContext rc) {
-    String model = config.get().model();
-    rc.json(new JsonObject().put("object", "list").put("data", new JsonArray().add(new JsonObject().put("id", model)
-        .put("object", "model").put("created", 0).put("owned_by", "narwhal").put("root", model).put("parent", (Object) null))));
-  }
-
-  private void ready(RoutingContext rc) {
-    ctx.placement().state().onComplete(ar -> {
-      boolean ready = ar.succeeded() && ar.result().getBoolean("ready", false);
-      String reason = ar.succeeded() ? ar.result().getString("reason") : "placement is not answering";
-      JsonObject body = new JsonObject().put("ready", ready);
-      if (!ready) body.put("reason", reason);
-      rc.response().setStatusCode(ready ? 200 : 503).putHeader("content-type", "application/json").end(body.encode());
-    });
-  }
-
-  private void metrics(RoutingContext rc) {
-    String text = registry instanceof PrometheusMeterRegistry prometheus ? prometheus.scrape() : "";
-    rc.response().putHeader("content-type", "text/plain; version=0.0.4; charset=utf-8").end(text);
-  }
-
-  private void state(RoutingContext rc) {
-    Future<JsonObject> placement = ctx.placement().state();
-    Future<JsonObject> breaker = ctx.placement().breakerState();
-    Future.join(placement, breaker).onComplete(ar -> {
-      JsonObject p = placement.succeeded() ? placement.result() : new JsonObject();
-      JsonObject b = breaker.succeeded() ? breaker.result() : new JsonObject();
-      JsonArray engines = p.getJsonArray("engines", new JsonArray());
-      for (Object o : engines) {
-        JsonObject engine = (JsonObject) o;
-        b.getJsonArray("engines", new JsonArray()).stream().map(JsonObject.class::cast)
-            .filter(e -> engine.getString("iid").equals(e.getString("iid"))).findFirst()
-            .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks"))
-                .put("last_probe", e.getString("last_probe")));
-      }
-      rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
-          .put("ready", p.getBoolean("ready", false)).put("fleet_hold", b.getBoolean("fleet_hold", false))
-          .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", retryBudget.credits())
-          .put("cluster_members", new JsonArray(List.copyOf(members.get()))));
-    });
-  }
-
-  private static String apiKey(NarwhalConfig cfg) {
-    String env = cfg.engine().engineApiKeyEnv();
-    if (env == null || env.isEmpty()) return "";
-    String value = System.getenv(env);
-    return value == null ? "" : value;
+    return first.actualPort();
   }
 }

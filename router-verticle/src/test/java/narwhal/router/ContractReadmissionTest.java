@@ -38,8 +38,18 @@ class ContractReadmissionTest {
       RouterHarness.await(upgraded.close());
       RouterHarness.await(SimEngine.start(h.vertx, d0.options().setPort(port).setVersion("0.29.0")));
       awaitState(h, "D0", "serving", () -> { });
-      assertTrue(h.journalEvents().stream().anyMatch(e -> "D0".equals(e.getString("iid")) && "serving".equals(e.getString("to"))
-          && "lifecycle_probe".equals(e.getString("cause"))), "readmitted on lifecycle evidence");
+      FailureChecks.eventually(h, () -> journalEvents(h).stream().anyMatch(e -> "D0".equals(e.getString("iid"))
+          && "serving".equals(e.getString("to")) && "lifecycle_probe".equals(e.getString("cause"))),
+          () -> "readmitted on lifecycle evidence: " + journalEvents(h));
+    }
+  }
+
+  /** The journal's engine events; the journal is written asynchronously, so callers wait for what they expect. */
+  static java.util.List<JsonObject> journalEvents(RouterHarness h) {
+    try {
+      return h.journalEvents();
+    } catch (Exception e) {
+      throw new AssertionError(e);
     }
   }
 

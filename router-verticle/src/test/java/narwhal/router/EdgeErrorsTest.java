@@ -74,6 +74,29 @@ class EdgeErrorsTest {
     }
   }
 
+  /** R5: requests Vert.x's HTTP/1.1 decoder cannot frame get the contract's 400, then the connection is closed. */
+  @Test
+  void framingErrorsAreAnswered400ThenClosed() throws Exception {
+    for (String raw : List.of(
+        "POST /v1/completions HTTP/7.0\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+        "POST /v1/completions\r\n\r\n",
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")) {
+      try (java.net.Socket socket = new java.net.Socket("127.0.0.1", h.router.actualPort())) {
+        socket.setSoTimeout(10_000);
+        socket.getOutputStream().write(raw.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        socket.getOutputStream().flush();
+        String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        String what = raw.lines().findFirst().orElseThrow() + " -> " + answer;
+        assertTrue(answer.matches("(?s)HTTP/1\\.[01] 400 .*"), what);
+        String head = answer.substring(0, answer.indexOf("\r\n\r\n")).toLowerCase(java.util.Locale.ROOT);
+        assertTrue(head.contains("\r\nx-request-id: "), what);
+        assertTrue(head.contains("\r\nconnection: close"), what);
+        JsonObject error = new JsonObject(answer.substring(answer.indexOf("\r\n\r\n") + 4)).getJsonObject("error");
+        assertEquals("invalid_request_error", error.getString("type"), what);
+      }
+    }
+  }
+
   @Test
   void wrongFieldTypesAreNamed() {
     RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", 5));

@@ -201,11 +201,13 @@ class RetrySemanticsTest {
   /**
    * Two requests fail at the same moment with one retry credit in the pool (and no replenishment): only one
    * retry may run; the other request ends with its fault and {@code shared_budget}, and the pool never goes
-   * below zero.
+   * below zero. The router runs on two event loops and the two requests arrive on two connections, one per loop:
+   * the pool is the replica's, not a loop's.
    */
   @Test
   void oneCreditPaysForOneRetryOnly() throws Exception {
     try (RouterHarness b = RouterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("server", json.getJsonObject("server").put("event_loops", 2))
         .put("serving", new JsonObject().put("max_attempts", 2).put("retry_budget", 1).put("retry_replenish", 0)
             .put("retry_base_s", 0.3).put("retry_cap_s", 0.3))
         .put("recovery", new JsonObject().put("eject_after", 1_000_000)))) {

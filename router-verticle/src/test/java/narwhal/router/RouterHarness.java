@@ -39,7 +39,7 @@ final class RouterHarness implements AutoCloseable {
   final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   final Vertx vertx = Vertx.builder()
       .with(new io.vertx.core.VertxOptions().setMetricsOptions(new io.vertx.micrometer.MicrometerMetricsOptions().setEnabled(true)))
-      .withMetrics(new io.vertx.micrometer.MicrometerMetricsFactory(registry)).build();
+      .withMetrics(GuardedMetricsFactory.micrometer(registry)).build();
   final Path journal;
   final HttpClientAgent http = vertx.createHttpClient();
   private final io.vertx.core.Context context = vertx.getOrCreateContext();

@@ -1,0 +1,87 @@
+package narwhal.router;
+
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.handler.codec.DecoderResult;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.ReferenceCountUtil;
+import io.vertx.core.http.HttpConnection;
+import io.vertx.core.net.impl.ConnectionBase;
+
+/**
+ * Makes HTTP/1.x framing errors answerable (R5). Vert.x closes a connection whose body framing breaks (a bad chunk
+ * size) before anything written in reply is flushed, and answers an unknown HTTP version with a 501 in that
+ * version. This handler, placed between Netty's HTTP codec and Vert.x's connection handler, turns an unknown version into a failed request head
+ * (answered by the server's invalid-request handler) and a broken body into an ended one, reported through
+ * {@code onBrokenBody} so the router refuses the request instead of serving what arrived; the response to a broken
+ * body says {@code connection: close} and the connection closes once it is written.
+ */
+final class FramingGuard extends ChannelDuplexHandler {
+  private static final String NAME = "narwhal-framing-guard";
+  private static final String DECODER = "httpDecoder";
+  private static final String VERTX_HANDLER = "handler";
+
+  private final Runnable onBrokenBody;
+  private boolean broken;
+
+  private FramingGuard(Runnable onBrokenBody) {
+    this.onBrokenBody = onBrokenBody;
+  }
+
+  /** Installs the guard on an HTTP/1.x server connection; other connections are left as they are. */
+  static void install(HttpConnection connection, Runnable onBrokenBody) {
+    if (!(connection instanceof ConnectionBase base)) return;
+    ChannelPipeline pipeline = base.channel().pipeline();
+    if (pipeline.get(DECODER) != null && pipeline.get(VERTX_HANDLER) != null && pipeline.get(NAME) == null) {
+      pipeline.addBefore(VERTX_HANDLER, NAME, new FramingGuard(onBrokenBody));
+    }
+  }
+
+  /** The failure a request head with an unknown HTTP version carries. */
+  static final class UnsupportedVersion extends IllegalArgumentException {
+    UnsupportedVersion(String version) {
+      super("unsupported HTTP version " + version);
+    }
+  }
+
+  @Override
+  public void channelRead(ChannelHandlerContext ctx, Object msg) {
+    if (msg instanceof HttpRequest request && request.decoderResult().isSuccess()
+        && request.protocolVersion() != HttpVersion.HTTP_1_1 && request.protocolVersion() != HttpVersion.HTTP_1_0) {
+      String version = request.protocolVersion().text();
+      request.setProtocolVersion(HttpVersion.HTTP_1_1);
+      request.setDecoderResult(DecoderResult.failure(new UnsupportedVersion(version)));
+    } else if (!(msg instanceof HttpRequest) && msg instanceof HttpContent content && content.decoderResult().isFailure()) {
+      ReferenceCountUtil.release(content);
+      if (broken) return;
+      broken = true;
+      onBrokenBody.run();
+      ctx.fireChannelRead(LastHttpContent.EMPTY_LAST_CONTENT);
+      return;
+    }
+    ctx.fireChannelRead(msg);
+  }
+
+  @Override
+  public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+    if (!broken) {
+      ctx.write(msg, promise);
+      return;
+    }
+    if (msg instanceof HttpResponse response) response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+    if (msg instanceof LastHttpContent) {
+      ctx.write(msg, promise.unvoid()).addListener(ChannelFutureListener.CLOSE);
+    } else {
+      ctx.write(msg, promise);
+    }
+  }
+}

@@ -1,0 +1,237 @@
+package narwhal.router;
+
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.engines.client.EngineClient;
+import narwhal.engines.client.EngineClientOptions;
+
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Supplier;
+
+/**
+ * One event loop's share of the router's HTTP ingress (CONTRACT §1): the OpenAI-compatible inference endpoints,
+ * models, health, readiness, metrics and state, on the port every instance of a replica shares. Every response
+ * carries the router's {@code x-request-id}. Each admitted request runs in its own {@link RequestLifecycle} with
+ * this loop's engine client; the retry budget, in-flight count, journal and metrics are the replica's
+ * ({@link RouterVerticle}). Engine health is never decided here, only reported to the breaker.
+ */
+final class RouterInstance extends VerticleBase {
+  private final RouterVerticle.Shared shared;
+  private final Supplier<NarwhalConfig> config;
+  private final int port;
+  private HttpServer server;
+  private EngineClient engines;
+  private RouterContext ctx;
+  private final java.util.Map<HttpConnection, Long> awaitingFirstRequest = new java.util.HashMap<>();
+  private final java.util.Set<HttpConnection> brokenBodies = new java.util.HashSet<>();
+
+  RouterInstance(RouterVerticle.Shared shared, int port) {
+    this.shared = shared;
+    this.config = shared.config();
+    this.port = port;
+  }
+
+  @Override
+  public Future<?> start() {
+    NarwhalConfig cfg = config.get();
+    engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
+        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, apiKey(cfg)));
+    ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, shared.metrics()), shared.retryBudget(),
+        shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.inFlight());
+    return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
+            .setHttp2ClearTextEnabled(false))
+        .connectionHandler(this::connected).invalidRequestHandler(this::malformed).requestHandler(router(cfg)).listen()
+        .onSuccess(s -> server = s);
+  }
+
+  @Override
+  public Future<?> stop() {
+    Future<Void> closed = server == null ? Future.succeededFuture()
+        : server.shutdown(config.get().serving().gracefulTimeoutMs(), TimeUnit.MILLISECONDS);
+    return closed.compose(v -> engines == null ? Future.succeededFuture() : engines.close());
+  }
+
+  private void connected(HttpConnection connection) {
+    FramingGuard.install(connection, () -> brokenBodies.add(connection));
+    firstRequestDeadline(connection);
+  }
+
+  /** A request head the HTTP decoder could not read (or an unknown HTTP version): 4xx with the contract's error, then close. */
+  private void malformed(HttpServerRequest request) {
+    Throwable cause = request.decoderResult().cause();
+    EdgeError error = cause instanceof TooLongHttpLineException
+        ? new EdgeError(414, "invalid_request_error", "request line too long", null, null, "invalid_request", false)
+        : cause instanceof TooLongHttpHeaderException
+        ? new EdgeError(431, "invalid_request_error", "request headers too large", null, null, "invalid_request", false)
+        : EdgeError.invalid(cause instanceof FramingGuard.UnsupportedVersion ? cause.getMessage() : "malformed HTTP request", null);
+    ctx.metrics().offered();
+    ctx.metrics().invalid();
+    request.response().putHeader("x-request-id", UUID.randomUUID().toString()).putHeader("connection", "close");
+    error.send(request.response());
+    request.connection().close();
+  }
+
+  /** A body whose framing broke (e.g. a bad chunk size) is refused, never served from what arrived. */
+  private void framed(RoutingContext rc) {
+    if (!brokenBodies.remove(rc.request().connection())) {
+      rc.next();
+      return;
+    }
+    RouterVerticle.received(ctx, rc);
+    ctx.metrics().offered();
+    EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("malformed HTTP request body framing", null), "invalid");
+  }
+
+  /**
+   * A connection must deliver its first request's headers within {@code serving.receive_timeout_s}, else it is
+   * closed: a client that connects and sends nothing, or dribbles its headers, holds nothing for long.
+   */
+  private void firstRequestDeadline(HttpConnection connection) {
+    long timer = vertx.setTimer(config.get().serving().receiveTimeoutMs(), t -> {
+      if (awaitingFirstRequest.remove(connection) != null) connection.close();
+    });
+    awaitingFirstRequest.put(connection, timer);
+    connection.closeHandler(v -> {
+      brokenBodies.remove(connection);
+      Long pending = awaitingFirstRequest.remove(connection);
+      if (pending != null) vertx.cancelTimer(pending);
+    });
+  }
+
+  /** The port the server listens on. */
+  int actualPort() {
+    return server.actualPort();
+  }
+
+  private Router router(NarwhalConfig cfg) {
+    Router router = Router.router(vertx);
+    router.route().handler(rc -> {
+      String rid = UUID.randomUUID().toString();
+      rc.put(RouterVerticle.RID, rid);
+      Long headerTimer = awaitingFirstRequest.remove(rc.request().connection());
+      if (headerTimer != null) vertx.cancelTimer(headerTimer);
+      EdgeRefusal.arrived(rc);
+      rc.response().putHeader("x-request-id", rid);
+      rc.next();
+    });
+    BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
+    router.post("/v1/*").handler(this::declaredSize);
+    router.post("/v1/completions").handler(body).handler(this::framed).handler(new InferenceHandler(ctx, false));
+    router.post("/v1/chat/completions").handler(body).handler(this::framed).handler(new InferenceHandler(ctx, true));
+    router.get("/v1/models").handler(this::models);
+    router.get("/health").handler(rc -> rc.json(new JsonObject().put("status", "ok")));
+    router.get("/ready").handler(this::ready);
+    router.get("/metrics").handler(this::metrics);
+    router.get("/narwhal/state").handler(this::state);
+    router.route().last().handler(rc -> new EdgeError(404, "invalid_request_error",
+        "no route for " + rc.request().method() + " " + rc.request().path(), null, null, "not_found", false).send(rc.response()));
+    router.route().failureHandler(this::failure);
+    return router;
+  }
+
+  /** Refuses a body whose declared length is over the limit before reading any of it; bounds the time to receive it. */
+  private void declaredSize(RoutingContext rc) {
+    long receiveMs = config.get().serving().receiveTimeoutMs();
+    rc.put(RouterVerticle.RECEIVE_TIMER, vertx.setTimer(receiveMs, t -> {
+      if (rc.response().headWritten() || rc.response().closed()) return;
+      rc.response().putHeader("connection", "close");
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, EdgeError.receiveTimeout(receiveMs), "invalid");
+      rc.request().connection().close();
+    }));
+    String length = rc.request().getHeader("content-length");
+    long limit = config.get().serving().maxRequestBytes();
+    try {
+      if (length != null && Long.parseLong(length.trim()) > limit) {
+        rc.response().putHeader("connection", "close");
+        ctx.metrics().offered();
+        EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(limit), "invalid");
+        return;
+      }
+    } catch (NumberFormatException e) {
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("content-length: expected a number", null), "invalid");
+      return;
+    }
+    rc.next();
+  }
+
+  private void failure(RoutingContext rc) {
+    int status = rc.statusCode();
+    if (status == 413) {
+      rc.response().putHeader("connection", "close");
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(config.get().serving().maxRequestBytes()), "invalid");
+      return;
+    }
+    EdgeError error = status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
+        : status >= 400 && status < 500 ? EdgeError.invalid("malformed request", null)
+        : new EdgeError(500, "internal_error", "internal router error", null, null, "internal", false);
+    error.send(rc.response());
+  }
+
+  private void models(RoutingContext rc) {
+    String model = config.get().model();
+    rc.json(new JsonObject().put("object", "list").put("data", new JsonArray().add(new JsonObject().put("id", model)
+        .put("object", "model").put("created", 0).put("owned_by", "narwhal").put("root", model).put("parent", (Object) null))));
+  }
+
+  private void ready(RoutingContext rc) {
+    ctx.placement().state().onComplete(ar -> {
+      boolean ready = ar.succeeded() && ar.result().getBoolean("ready", false);
+      String reason = ar.succeeded() ? ar.result().getString("reason") : "placement is not answering";
+      JsonObject body = new JsonObject().put("ready", ready);
+      if (!ready) body.put("reason", reason);
+      rc.response().setStatusCode(ready ? 200 : 503).putHeader("content-type", "application/json").end(body.encode());
+    });
+  }
+
+  private void metrics(RoutingContext rc) {
+    String text = shared.registry() instanceof PrometheusMeterRegistry prometheus ? prometheus.scrape() : "";
+    rc.response().putHeader("content-type", "text/plain; version=0.0.4; charset=utf-8").end(text);
+  }
+
+  private void state(RoutingContext rc) {
+    Future<JsonObject> placement = ctx.placement().state();
+    Future<JsonObject> breaker = ctx.placement().breakerState();
+    Future.join(placement, breaker).onComplete(ar -> {
+      JsonObject p = placement.succeeded() ? placement.result() : new JsonObject();
+      JsonObject b = breaker.succeeded() ? breaker.result() : new JsonObject();
+      JsonArray engines = p.getJsonArray("engines", new JsonArray());
+      for (Object o : engines) {
+        JsonObject engine = (JsonObject) o;
+        b.getJsonArray("engines", new JsonArray()).stream().map(JsonObject.class::cast)
+            .filter(e -> engine.getString("iid").equals(e.getString("iid"))).findFirst()
+            .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks"))
+                .put("last_probe", e.getString("last_probe")));
+      }
+      rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
+          .put("ready", p.getBoolean("ready", false)).put("fleet_hold", b.getBoolean("fleet_hold", false))
+          .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
+          .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
+    });
+  }
+
+  private static String apiKey(NarwhalConfig cfg) {
+    String env = cfg.engine().engineApiKeyEnv();
+    if (env == null || env.isEmpty()) return "";
+    String value = System.getenv(env);
+    return value == null ? "" : value;
+  }
+}
