@@ -87,10 +87,21 @@ final class ConcurrencyScenario implements Scenario {
         .layout("engine process (own JVM, -Xmx2g): simulated P0 (prefill), D0 D1 (decode, " + itlMs + " ms between tokens)")
         .layout("router: one replica, its own JVM with -Xmx1g (the P3 budget), pid " + router.pid() + "; heap read over JMX every second")
         .layout("baseline: the same ramp with no router: a client in the bench process runs prefill and decode itself (EngineClient)")
+        .layout("order: engine warm-up ramp (no router, short streams), router warm-up, router ramp, then the baseline ramp")
         .layout("all on one 2-core machine, shared with other users' builds and tests");
     report.parameter("streams", total).parameter("ramp_per_s", rate).parameter("itl_ms", itlMs).parameter("tokens_per_stream", tokens)
         .parameter("router_heap_cap", "1 GiB");
 
+    // The engine process is warmed first, by the same kind of ramp with no router, so that whichever path runs first
+    // does not pay the engines' JIT and heap growth; then a short warm-up of the router itself.
+    int warmStreams = Math.min(total, 2_000);
+    progress.say("warming the engines: " + warmStreams + " short streams at " + (int) rate + "/s, no router");
+    try (DirectTwoLegClient warm = new DirectTwoLegClient(load.vertx(), fleet.urls("prefill"), fleet.urls("decode"), SimBench.MODEL,
+        warmStreams + 100)) {
+      JsonObject shortStream = Bodies.completion(2, true);
+      load.ramp("engine warm-up", warmStreams, rate, warmStreams / rate + 60, () -> warm.run("/v1/completions", shortStream, true),
+          new AtomicInteger(), new AtomicLong());
+    }
     // A short warm-up so the router's first requests do not pay class loading inside the ramp.
     load.closedLoop("warm-up", 8, 0, smoke ? 0.3 : 2, 30, () -> viaRouter.post("/v1/completions", Bodies.completion(2, true).toBuffer(), true, 30_000));
 
