@@ -12,6 +12,7 @@ import narwhal.common.fault.FaultKind;
 import narwhal.common.fault.Phase;
 import narwhal.engines.sse.SseEvent;
 import narwhal.engines.sse.SseFormatException;
+import narwhal.engines.sse.SseFrame;
 import narwhal.engines.sse.SseReader;
 
 import java.util.concurrent.CancellationException;
@@ -133,13 +134,9 @@ public final class DecodeStream {
     }
   }
 
-  private void note(JsonObject frame) {
-    if (frame.getValue("usage") instanceof JsonObject u) usage = u;
-    if (frame.getValue("choices") instanceof io.vertx.core.json.JsonArray choices) {
-      for (Object c : choices) {
-        if (c instanceof JsonObject choice && choice.getValue("finish_reason") instanceof String reason) finishReason = reason;
-      }
-    }
+  private void note(SseFrame frame) {
+    if (frame.usage() != null) usage = frame.usage();
+    if (frame.finishReason() != null) finishReason = frame.finishReason();
   }
 
   private void armReadTimer() {
