@@ -29,6 +29,30 @@ public final class StreamingJson {
   }
 
   /**
+   * The value of one top-level field of a document that must be one JSON object, the rest skipped: as
+   * {@code new JsonObject(text).getValue(name)} (the last value of a repeated key; null when absent).
+   *
+   * @throws IOException when the document is not one well-formed JSON object
+   */
+  public static Object field(byte[] document, String name) throws IOException {
+    Object value = null;
+    try (JsonParser parser = parser(document, 0, document.length)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) throw new IOException("not a JSON object");
+      String field;
+      while ((field = parser.nextFieldName()) != null) {
+        parser.nextToken();
+        if (name.equals(field)) {
+          value = readValue(parser);
+        } else {
+          parser.skipChildren();
+        }
+      }
+      if (parser.nextToken() != null) throw new IOException("trailing content after the JSON object");
+    }
+    return value;
+  }
+
+  /**
    * Reads the value at the parser's current token, consuming it: a {@link JsonObject}, {@link JsonArray},
    * String, Number (Integer, Long or BigInteger for integers, Double otherwise), Boolean or null.
    */
