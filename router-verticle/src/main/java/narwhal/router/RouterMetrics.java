@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -37,7 +38,14 @@ public final class RouterMetrics {
   private final Counter retryDenied;
   private final Timer ttft;
   private final Timer firstByte;
-  private final Map<String, AtomicInteger> resident = new ConcurrentHashMap<>();
+  private final Counter[] reloads = new Counter[2];
+  private final Map<String, Counter> failed = new ConcurrentHashMap<>();
+  private final Map<String, Counter> expired = new ConcurrentHashMap<>();
+  private final Map<String, Counter> rejected = new ConcurrentHashMap<>();
+  /** By phase wire name, then reason. */
+  private final Map<String, Map<String, Counter>> attemptFailures = new ConcurrentHashMap<>();
+  /** By engine iid, then {@link Phase} ordinal. */
+  private final Map<String, AtomicInteger[]> resident = new ConcurrentHashMap<>();
 
   public RouterMetrics(MeterRegistry registry, Supplier<Number> retryCredits, List<EngineConfig> engines) {
     this.registry = registry;
@@ -61,15 +69,14 @@ public final class RouterMetrics {
     failedCounter("no_engine");
     EXPIRY_REASONS.forEach(this::expiredCounter);
     REJECTION_REASONS.forEach(this::rejectedCounter);
-    for (String outcome : List.of("applied", "refused")) reloads(outcome);
+    reloads[0] = reloads("applied");
+    reloads[1] = reloads("refused");
     track(engines);
   }
 
   /** Registers the per-engine series of engines (idempotent; new engines after a reload). */
   public void track(List<EngineConfig> engines) {
-    engines.forEach(e -> {
-      for (Phase phase : Phase.values()) residentGauge(e.iid(), phase);
-    });
+    engines.forEach(e -> cached(resident, e.iid(), this::residentGauges));
   }
 
   private Counter counter(String name, String description) {
@@ -82,21 +89,24 @@ public final class RouterMetrics {
   }
 
   private Counter failedCounter(String reason) {
-    return Counter.builder("narwhal.failed").description("requests failed, by reason").tag("reason", reason).register(registry);
+    return cached(failed, reason, r -> Counter.builder("narwhal.failed").description("requests failed, by reason")
+        .tag("reason", r).register(registry));
   }
 
   private Counter expiredCounter(String reason) {
-    return Counter.builder("narwhal.expired").description("requests expired, by reason").tag("reason", reason).register(registry);
+    return cached(expired, reason, r -> Counter.builder("narwhal.expired").description("requests expired, by reason")
+        .tag("reason", r).register(registry));
   }
 
   private Counter rejectedCounter(String reason) {
-    return Counter.builder("narwhal.rejected").description("requests rejected at admission, by reason").tag("reason", reason)
-        .register(registry);
+    return cached(rejected, reason, r -> Counter.builder("narwhal.rejected").description("requests rejected at admission, by reason")
+        .tag("reason", r).register(registry));
   }
 
   private Counter attemptFailures(String phase, String reason) {
-    return Counter.builder("narwhal.attempt.failures").description("failed legs, by phase and fault reason")
-        .tags("phase", phase, "reason", reason).register(registry);
+    return cached(cached(attemptFailures, phase, p -> new ConcurrentHashMap<>()), reason, r ->
+        Counter.builder("narwhal.attempt.failures").description("failed legs, by phase and fault reason")
+            .tags("phase", phase, "reason", r).register(registry));
   }
 
   private Counter reloads(String outcome) {
@@ -105,13 +115,25 @@ public final class RouterMetrics {
   }
 
   private AtomicInteger residentGauge(String iid, Phase phase) {
-    return resident.computeIfAbsent(iid + "/" + phase.wireName(), k -> {
+    return cached(resident, iid, this::residentGauges)[phase.ordinal()];
+  }
+
+  /** The meter registered for {@code key}, registering it on first use only: no registry lookup per request. */
+  private static <V> V cached(Map<String, V> meters, String key, Function<String, V> register) {
+    V meter = meters.get(key);
+    return meter != null ? meter : meters.computeIfAbsent(key, register);
+  }
+
+  private AtomicInteger[] residentGauges(String iid) {
+    AtomicInteger[] byPhase = new AtomicInteger[Phase.values().length];
+    for (Phase phase : Phase.values()) {
       AtomicInteger value = new AtomicInteger();
       Gauge.builder("narwhal.resident.requests", value, AtomicInteger::get)
           .description("legs this router has reserved on an engine, by phase").tags("iid", iid, "phase", phase.wireName())
           .register(registry);
-      return value;
-    });
+      byPhase[phase.ordinal()] = value;
+    }
+    return byPhase;
   }
 
   public void offered() { offered.increment(); }
@@ -131,7 +153,7 @@ public final class RouterMetrics {
   public void attemptFailure(String phase, String reason) { attemptFailures(phase, reason).increment(); }
   public void ttft(long nanos) { ttft.record(nanos, TimeUnit.NANOSECONDS); }
   public void firstByte(long nanos) { firstByte.record(nanos, TimeUnit.NANOSECONDS); }
-  public void configReload(boolean applied) { reloads(applied ? "applied" : "refused").increment(); }
+  public void configReload(boolean applied) { reloads[applied ? 0 : 1].increment(); }
 
   /** A reservation taken (+1) or released (−1) on an engine for a phase. */
   public void resident(String iid, Phase phase, int delta) {

@@ -5,12 +5,13 @@ import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
 import narwhal.engines.client.DecodeEnd;
 import narwhal.engines.sse.SseEvent;
+import narwhal.engines.sse.SseFrame;
 
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Relays the consumer's SSE frames to a streaming client as the engine wrote them. Metadata frames before
+ * Relays the consumer's SSE frames to a streaming client as the engine wrote them, bytes untouched. Metadata frames before
  * the first output are held (bounded) and flushed with it, so the 200 is committed only once output exists.
  */
 final class SseRelay implements ClientSink {
@@ -18,7 +19,7 @@ final class SseRelay implements ClientSink {
   private static final Buffer DONE = Buffer.buffer("data: [DONE]\n\n");
 
   private final HttpServerResponse response;
-  private final List<String> held = new ArrayList<>();
+  private final List<SseFrame> held = new ArrayList<>();
   private boolean committed;
   private long outputLength;
 
@@ -29,9 +30,9 @@ final class SseRelay implements ClientSink {
   @Override
   public void metadata(SseEvent.Metadata event) {
     if (committed) {
-      write(event.data());
+      write(event.frame().wire());
     } else if (held.size() < MAX_HELD_FRAMES) {
-      held.add(event.data());
+      held.add(event.frame());
     }
   }
 
@@ -39,7 +40,7 @@ final class SseRelay implements ClientSink {
   public void output(SseEvent.Output event) {
     if (!committed) commit();
     outputLength += event.text().length();
-    write(event.data());
+    write(event.frame().wire());
   }
 
   @Override
@@ -55,7 +56,7 @@ final class SseRelay implements ClientSink {
     }
     JsonObject event = new JsonObject().put("error", new JsonObject().put("message", error.message())
         .put("type", error.type()).put("code", error.status()));
-    if (!response.ended() && !response.closed()) response.end(frame(event.encode()));
+    if (!response.ended() && !response.closed()) response.end(Buffer.buffer("data: " + event.encode() + "\n\n"));
   }
 
   @Override
@@ -79,15 +80,11 @@ final class SseRelay implements ClientSink {
     committed = true;
     response.setStatusCode(200).setChunked(true).putHeader("content-type", "text/event-stream")
         .putHeader("cache-control", "no-cache");
-    for (String data : held) write(data);
+    for (SseFrame frame : held) write(frame.wire());
     held.clear();
   }
 
-  private void write(String data) {
-    if (!response.closed()) response.write(frame(data));
-  }
-
-  private static Buffer frame(String data) {
-    return Buffer.buffer(data.length() + 8).appendString("data: ").appendString(data).appendString("\n\n");
+  private void write(Buffer frame) {
+    if (!response.closed()) response.write(frame);
   }
 }

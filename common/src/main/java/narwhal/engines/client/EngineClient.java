@@ -12,14 +12,15 @@ import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.PoolOptions;
 import io.vertx.core.http.RequestOptions;
-import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.fault.EngineFault;
 import narwhal.common.fault.FaultKind;
 import narwhal.common.fault.Phase;
 import narwhal.engines.connector.DescriptorValidator;
 import narwhal.engines.connector.PrefillResult;
+import narwhal.engines.json.StreamingJson;
 
+import java.io.IOException;
 import java.net.ConnectException;
 import java.time.Instant;
 import java.util.Optional;
@@ -152,13 +153,12 @@ public final class EngineClient {
   private PrefillResult toPrefillResult(PrefillCall call, HttpClientResponse resp, Buffer buf, Instant started, long startedNanos) {
     long completedNanos = System.nanoTime();
     if (resp.statusCode() != 200) throw EngineFault.ofStatus(Phase.PREFILL, resp.statusCode(), errorMessage(buf));
-    JsonObject json;
+    Object descriptor;
     try {
-      json = new JsonObject(buf);
-    } catch (DecodeException | ClassCastException e) {
+      descriptor = StreamingJson.field(buf.getBytes(), "kv_transfer_params");
+    } catch (IOException e) {
       throw new EngineFault(FaultKind.BAD_RESPONSE, Phase.PREFILL, "prefill response is not a JSON object");
     }
-    Object descriptor = json.getValue("kv_transfer_params");
     DescriptorValidator.check(descriptor, call.expectations()).ifPresent(reason -> {
       throw new EngineFault(FaultKind.INVALID_DESCRIPTOR, Phase.PREFILL, "invalid handoff descriptor: " + reason);
     });

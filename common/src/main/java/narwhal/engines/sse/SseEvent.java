@@ -5,16 +5,16 @@ import io.vertx.core.json.JsonObject;
 /**
  * One server-sent event of an OpenAI-style engine stream, classified (CONTRACT §3): generated
  * {@link Output}, {@link Metadata} (role-only, empty or usage-only frames), an in-stream {@link ErrorFrame},
- * or the {@link Done} terminator. {@code data} is the event's JSON text as the engine sent it, so a relay
- * can forward it without re-serialising.
+ * or the {@link Done} terminator. Output and metadata carry the event as an {@link SseFrame}, the engine's
+ * bytes framed for relay, so a relay forwards them without re-serialising.
  */
 public sealed interface SseEvent {
 
   /** A frame carrying generated text, content, reasoning or a tool-call delta. */
-  record Output(String data, JsonObject frame, String text) implements SseEvent {}
+  record Output(SseFrame frame, String text) implements SseEvent {}
 
   /** A frame carrying no generated output: role deltas, empty deltas, usage-only frames. */
-  record Metadata(String data, JsonObject frame) implements SseEvent {}
+  record Metadata(SseFrame frame) implements SseEvent {}
 
   /** {@code data: {"error": {...}}} inside a stream. */
   record ErrorFrame(String data, JsonObject error) implements SseEvent {}

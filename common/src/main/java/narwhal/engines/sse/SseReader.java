@@ -1,7 +1,6 @@
 package narwhal.engines.sse;
 
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
@@ -13,15 +12,26 @@ import java.util.function.Consumer;
  * Incremental reader of an engine's SSE stream: fed transport chunks in order, it emits each complete
  * event, classified as output, metadata, error or {@code [DONE]}. Bytes are split on {@code '\n'}, which
  * never occurs inside a multi-byte UTF-8 sequence, so chunk boundaries can fall anywhere. Each chunk is copied
- * out of its buffer once and scanned as an array (per-byte buffer reads dominated the relay's profile).
+ * out of its buffer once and scanned as an array; an event's data stays bytes, framed for relay as it
+ * accumulates, and is classified by {@link FrameClassifier} without building a JSON tree.
  */
 public final class SseReader {
+  private static final byte[] NONE = new byte[0];
+  private static final byte[] DATA_FIELD = "data:".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] FRAME_PREFIX = "data: ".getBytes(StandardCharsets.US_ASCII);
+
+  private static final int INITIAL_EVENT_BYTES = 512;
+  /** A stream keeps at most this much room between events, so one large frame does not stay resident. */
+  private static final int RETAINED_EVENT_BYTES = 8192;
+
   private final int maxEventBytes;
   private final Consumer<SseEvent> sink;
-  private static final byte[] NONE = new byte[0];
+  private final FrameClassifier classifier = new FrameClassifier();
   /** Bytes after the last newline, waiting for the rest of their line. */
   private byte[] pending = NONE;
-  private final StringBuilder data = new StringBuilder();
+  /** The current event as it will be relayed: {@code "data: "} then its data lines joined by {@code '\n'}. */
+  private byte[] event = Arrays.copyOf(FRAME_PREFIX, INITIAL_EVENT_BYTES);
+  private int eventLength = SseFrame.PREFIX;
   private boolean hasData;
 
   public SseReader(int maxEventBytes, Consumer<SseEvent> sink) {
@@ -41,11 +51,11 @@ public final class SseReader {
     for (int i = 0; i < bytes.length; i++) {
       if (bytes[i] == '\n') {
         int end = i > start && bytes[i - 1] == '\r' ? i - 1 : i;
-        line(new String(bytes, start, end - start, StandardCharsets.UTF_8));
+        line(bytes, start, end);
         start = i + 1;
       }
     }
-    if (bytes.length - start + data.length() > maxEventBytes) {
+    if (bytes.length - start + dataLength() > maxEventBytes) {
       throw new SseFormatException("stream event larger than " + maxEventBytes + " bytes");
     }
     pending = start == bytes.length ? NONE : Arrays.copyOfRange(bytes, start, bytes.length);
@@ -57,39 +67,50 @@ public final class SseReader {
     return out;
   }
 
-  private void line(String line) {
-    if (line.isEmpty()) {
-      if (hasData) {
-        String event = data.toString();
-        data.setLength(0);
-        hasData = false;
-        sink.accept(classify(event));
-      }
+  private void line(byte[] bytes, int from, int to) {
+    if (from == to) {
+      if (hasData) dispatch();
       return;
     }
-    if (line.startsWith("data:")) {
-      if (hasData) data.append('\n');
-      data.append(line, line.length() > 5 && line.charAt(5) == ' ' ? 6 : 5, line.length());
+    if (Arrays.equals(bytes, from, Math.min(to, from + DATA_FIELD.length), DATA_FIELD, 0, DATA_FIELD.length)) {
+      int value = from + DATA_FIELD.length;
+      if (value < to && bytes[value] == ' ') value++;
+      if (hasData) newlines(1);
+      append(bytes, value, to - value);
       hasData = true;
-      if (data.length() > maxEventBytes) {
+      if (dataLength() > maxEventBytes) {
         throw new SseFormatException("stream event larger than " + maxEventBytes + " bytes");
       }
     }
   }
 
-  /** Classifies one event's data (CONTRACT §3). */
-  public static SseEvent classify(String data) {
-    if ("[DONE]".equals(data.trim())) return SseEvent.Done.INSTANCE;
-    JsonObject frame;
-    try {
-      frame = new JsonObject(data);
-    } catch (DecodeException | ClassCastException e) {
-      throw new SseFormatException("stream frame is not a JSON object");
-    }
-    Object error = frame.getValue("error");
-    if (error instanceof JsonObject err) return new SseEvent.ErrorFrame(data, err);
-    String text = outputText(frame);
-    return text.isEmpty() && !hasToolCalls(frame) ? new SseEvent.Metadata(data, frame) : new SseEvent.Output(data, frame, text);
+  private void dispatch() {
+    newlines(SseFrame.SUFFIX);
+    byte[] bytes = event;
+    int length = eventLength;
+    eventLength = SseFrame.PREFIX;
+    hasData = false;
+    if (bytes.length > RETAINED_EVENT_BYTES) event = Arrays.copyOf(FRAME_PREFIX, INITIAL_EVENT_BYTES);
+    sink.accept(classifier.classify(bytes, length));
+  }
+
+  private int dataLength() {
+    return eventLength - SseFrame.PREFIX;
+  }
+
+  private void append(byte[] bytes, int from, int count) {
+    ensure(count);
+    System.arraycopy(bytes, from, event, eventLength, count);
+    eventLength += count;
+  }
+
+  private void newlines(int newlines) {
+    ensure(newlines);
+    for (int i = 0; i < newlines; i++) event[eventLength++] = '\n';
+  }
+
+  private void ensure(int more) {
+    if (eventLength + more > event.length) event = Arrays.copyOf(event, Math.max(event.length * 2, eventLength + more));
   }
 
   /** The generated text a frame carries: completions' {@code text}, chat's content and reasoning deltas. */
@@ -106,17 +127,6 @@ public final class SseReader {
       }
     }
     return out.toString();
-  }
-
-  private static boolean hasToolCalls(JsonObject frame) {
-    if (!(frame.getValue("choices") instanceof JsonArray choices)) return false;
-    for (Object c : choices) {
-      if (c instanceof JsonObject choice && choice.getValue("delta") instanceof JsonObject delta
-          && delta.getValue("tool_calls") instanceof JsonArray calls && !calls.isEmpty()) {
-        return true;
-      }
-    }
-    return false;
   }
 
   private static void appendString(StringBuilder out, Object value) {

@@ -1,0 +1,157 @@
+package narwhal.engines.sse;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.JsonObject;
+import narwhal.engines.json.StreamingJson;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * Classifies one event's data (CONTRACT §3) in a single pass of Jackson's streaming parser over its bytes:
+ * the whole frame is checked to be one JSON object, but no tree is built and only the values that matter
+ * are read (generated text, {@code tool_calls}, {@code finish_reason}, and the rare {@code error} and
+ * {@code usage} objects). A repeated key counts with its last value, as in a {@link JsonObject}. One instance
+ * per stream: it keeps scratch state.
+ */
+final class FrameClassifier {
+  private static final byte[] DONE = "[DONE]".getBytes(StandardCharsets.US_ASCII);
+  private static final String NOT_AN_OBJECT = "stream frame is not a JSON object";
+
+  private final StringBuilder text = new StringBuilder();
+  private boolean toolCalls;
+  private String finishReason;
+  private JsonObject error;
+  private JsonObject usage;
+  private String choiceText;
+  private String reasoningContent;
+  private String reasoning;
+  private String content;
+  private boolean choiceToolCalls;
+
+  /**
+   * Classifies {@code event[0, length)}, laid out as {@code "data: " + data + "\n\n"}.
+   *
+   * @throws SseFormatException when the data is neither {@code [DONE]} nor one JSON object
+   */
+  SseEvent classify(byte[] event, int length) {
+    int from = SseFrame.PREFIX;
+    int to = length - SseFrame.SUFFIX;
+    if (isDone(event, from, to)) return SseEvent.Done.INSTANCE;
+    try (JsonParser parser = StreamingJson.parser(event, from, to - from)) {
+      frame(parser);
+      if (parser.nextToken() != null) throw new SseFormatException(NOT_AN_OBJECT);
+    } catch (IOException e) {
+      throw new SseFormatException(NOT_AN_OBJECT);
+    }
+    if (error != null) return new SseEvent.ErrorFrame(new String(event, from, to - from, StandardCharsets.UTF_8), error);
+    SseFrame frame = new SseFrame(Buffer.buffer(length).appendBytes(event, 0, length), finishReason, usage);
+    return text.isEmpty() && !toolCalls ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, text.toString());
+  }
+
+  private static boolean isDone(byte[] bytes, int from, int to) {
+    while (from < to && (bytes[from] & 0xff) <= ' ') from++;
+    while (to > from && (bytes[to - 1] & 0xff) <= ' ') to--;
+    return Arrays.equals(bytes, from, to, DONE, 0, DONE.length);
+  }
+
+  private void frame(JsonParser parser) throws IOException {
+    if (parser.nextToken() != JsonToken.START_OBJECT) throw new SseFormatException(NOT_AN_OBJECT);
+    error = null;
+    usage = null;
+    choices(parser, null);
+    String name;
+    while ((name = parser.nextFieldName()) != null) {
+      JsonToken value = parser.nextToken();
+      switch (name) {
+        case "error" -> error = object(parser, value);
+        case "usage" -> usage = object(parser, value);
+        case "choices" -> choices(parser, value);
+        default -> { }
+      }
+      parser.skipChildren();
+    }
+  }
+
+  private void choices(JsonParser parser, JsonToken value) throws IOException {
+    text.setLength(0);
+    toolCalls = false;
+    finishReason = null;
+    if (value != JsonToken.START_ARRAY) return;
+    for (JsonToken item = parser.nextToken(); item != JsonToken.END_ARRAY; item = parser.nextToken()) {
+      if (item == JsonToken.START_OBJECT) {
+        choice(parser);
+      } else {
+        parser.skipChildren();
+      }
+    }
+  }
+
+  private void choice(JsonParser parser) throws IOException {
+    choiceText = null;
+    String choiceFinish = null;
+    delta(parser, null);
+    String name;
+    while ((name = parser.nextFieldName()) != null) {
+      JsonToken value = parser.nextToken();
+      switch (name) {
+        case "text" -> choiceText = string(parser, value);
+        case "finish_reason" -> choiceFinish = string(parser, value);
+        case "delta" -> delta(parser, value);
+        default -> { }
+      }
+      parser.skipChildren();
+    }
+    appendNonNull(choiceText);
+    appendNonNull(reasoningContent);
+    appendNonNull(reasoning);
+    appendNonNull(content);
+    toolCalls |= choiceToolCalls;
+    if (choiceFinish != null) finishReason = choiceFinish;
+  }
+
+  private void delta(JsonParser parser, JsonToken value) throws IOException {
+    reasoningContent = null;
+    reasoning = null;
+    content = null;
+    choiceToolCalls = false;
+    if (value != JsonToken.START_OBJECT) return;
+    String name;
+    while ((name = parser.nextFieldName()) != null) {
+      JsonToken field = parser.nextToken();
+      switch (name) {
+        case "reasoning_content" -> reasoningContent = string(parser, field);
+        case "reasoning" -> reasoning = string(parser, field);
+        case "content" -> content = string(parser, field);
+        case "tool_calls" -> choiceToolCalls = field == JsonToken.START_ARRAY && nonEmptyArray(parser);
+        default -> { }
+      }
+      parser.skipChildren();
+    }
+  }
+
+  /** Consumes the array the parser is at; true when it has an element. */
+  private static boolean nonEmptyArray(JsonParser parser) throws IOException {
+    boolean any = false;
+    for (JsonToken item = parser.nextToken(); item != JsonToken.END_ARRAY; item = parser.nextToken()) {
+      any = true;
+      parser.skipChildren();
+    }
+    return any;
+  }
+
+  private static JsonObject object(JsonParser parser, JsonToken value) throws IOException {
+    return value == JsonToken.START_OBJECT ? (JsonObject) StreamingJson.readValue(parser) : null;
+  }
+
+  private static String string(JsonParser parser, JsonToken value) throws IOException {
+    return value == JsonToken.VALUE_STRING ? parser.getText() : null;
+  }
+
+  private void appendNonNull(String value) {
+    if (value != null) text.append(value);
+  }
+}

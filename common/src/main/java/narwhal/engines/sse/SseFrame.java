@@ -1,0 +1,42 @@
+package narwhal.engines.sse;
+
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.JsonObject;
+
+/**
+ * An output or metadata event as a relay writes it, {@code data: <the engine's bytes>\n\n}, with what the
+ * router records from it: the frame's last {@code finish_reason} and its {@code usage} object (null when absent).
+ * The buffer is shared: write it, do not modify it.
+ */
+public final class SseFrame {
+  static final int PREFIX = "data: ".length();
+  static final int SUFFIX = "\n\n".length();
+
+  private final Buffer wire;
+  private final String finishReason;
+  private final JsonObject usage;
+
+  SseFrame(Buffer wire, String finishReason, JsonObject usage) {
+    this.wire = wire;
+    this.finishReason = finishReason;
+    this.usage = usage;
+  }
+
+  /** The event framed for a client: {@code data: }, the engine's data bytes, a blank line. */
+  public Buffer wire() {
+    return wire;
+  }
+
+  /** The event's data (JSON text) as the engine sent it. */
+  public String data() {
+    return wire.getString(PREFIX, wire.length() - SUFFIX);
+  }
+
+  public String finishReason() {
+    return finishReason;
+  }
+
+  public JsonObject usage() {
+    return usage;
+  }
+}
