@@ -60,7 +60,7 @@ final class ConcurrencyScenario implements Scenario {
           + ", and the limit cannot be raised: streams beyond about " + (fdLimit - 200) / 2 + " will fail for that reason");
     }
     Path journal = env.tmp().resolve("journal.jsonl");
-    env.own(() -> Files.deleteIfExists(journal));
+    Files.deleteIfExists(journal); // kept after the run, beside the router log, for a closer look
     SimProcess fleet = env.own(SimProcess.start(env, name(), List.of(SimBench.engine("P0", "prefill"),
         SimBench.engine("D0", "decode").setItlMs(itlMs), SimBench.engine("D1", "decode").setItlMs(itlMs)), "2g"));
     JsonObject cfg = fleet.fleetFile(journal, 0);
@@ -109,6 +109,8 @@ final class ConcurrencyScenario implements Scenario {
     AtomicInteger open = new AtomicInteger();
     AtomicLong peak = new AtomicLong();
     progress.say("router: opening " + total + " streams at " + (int) rate + "/s, each " + tokens + " tokens " + itlMs + " ms apart");
+    CpuMeter routerCpu = new CpuMeter().add("bench", ProcessCpu::self).add("engines", fleet::cpuSeconds).add("router", router::cpuSeconds);
+    routerCpu.opened();
     RunStats routed;
     try (Progress.Ticker t = progress.every(smoke ? 1000 : 5000, () -> "router: " + open.get() + " open (peak " + peak.get()
         + "), heap " + Fmt.mib(sampler.lastUsed()) + " MiB, after last GC " + Fmt.mib(sampler.lastAfterGc()) + " MiB")) {
@@ -116,6 +118,7 @@ final class ConcurrencyScenario implements Scenario {
       routed = load.ramp("router", total, rate, maxS, routerWork, open, peak);
       sampler.stop();
     }
+    routerCpu.closed();
     long routedPeak = peak.get();
     int stillOpen = open.get();
     LoadGenerator.join(http.close(), 60);
@@ -127,6 +130,8 @@ final class ConcurrencyScenario implements Scenario {
     open.set(0);
     peak.set(0);
     List<double[]> directOpen = java.util.Collections.synchronizedList(new ArrayList<>());
+    CpuMeter directCpu = new CpuMeter().add("bench", ProcessCpu::self).add("engines", fleet::cpuSeconds);
+    directCpu.opened();
     RunStats baseline;
     ScheduledExecutorService tracker = Executors.newSingleThreadScheduledExecutor();
     long t0 = System.nanoTime();
@@ -136,6 +141,7 @@ final class ConcurrencyScenario implements Scenario {
     } finally {
       tracker.shutdownNow();
     }
+    directCpu.closed();
     long directPeak = peak.get();
     direct.close();
 
@@ -154,6 +160,15 @@ final class ConcurrencyScenario implements Scenario {
         Fmt.mib(sampler.peakAfterGc()));
     report.table(table);
     report.table(timings);
+    ResultTable cpu = new ResultTable("CPU used by each process over each ramp (to its last stream's end), seconds; the machine has 2 cores",
+        "path", "bench (client)", "engines", "router", "all", "all per stream ms");
+    double routerAll = routerCpu.seconds("bench") + routerCpu.seconds("engines") + routerCpu.seconds("router");
+    double directAll = directCpu.seconds("bench") + directCpu.seconds("engines");
+    cpu.row("direct two-leg client", Fmt.num(directCpu.seconds("bench"), 1), Fmt.num(directCpu.seconds("engines"), 1), "—",
+        Fmt.num(directAll, 1), Fmt.num(directAll * 1000 / total, 2));
+    cpu.row("router", Fmt.num(routerCpu.seconds("bench"), 1), Fmt.num(routerCpu.seconds("engines"), 1),
+        Fmt.num(routerCpu.seconds("router"), 1), Fmt.num(routerAll, 1), Fmt.num(routerAll * 1000 / total, 2));
+    report.table(cpu);
     long routerAdded = routed.itl().percentile(99) - baseline.itl().percentile(99);
     report.verdict(Verdict.perf("P3", "streams open at once through one replica, each past its first token (in flight: "
         + routedPeak + ")", String.valueOf(routerStreamingPeak), "≥ " + total, routerStreamingPeak >= total));
