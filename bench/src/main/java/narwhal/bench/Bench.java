@@ -45,6 +45,7 @@ public final class Bench {
     BenchEnv env = new BenchEnv(name, options);
     BenchReport report = env.report();
     report.printHeader();
+    report.parameter("router_event_loops", options.routerLoops() > 0 ? String.valueOf(options.routerLoops()) : "default (one per processor)");
     int status = 0;
     try {
       scenario.run(env);

@@ -7,10 +7,14 @@ import java.util.List;
  * Options of {@code narwhal bench}: {@code smoke} makes every scenario seconds-long (for CI; its figures mean
  * nothing), {@code minutes} bounds the soak, {@code concurrency} overrides a scenario's concurrency levels
  * (empty: the scenario's own), {@code profile} records the router with JFR and summarises the hot path,
- * {@code out} is where results go.
+ * {@code routerLoops} sets every router replica's {@code server.event_loops} (0: the replica's default, one per
+ * processor), {@code out} is where results go.
  */
-public record BenchOptions(boolean smoke, double minutes, List<Integer> concurrency, boolean profile, Path out) {
+public record BenchOptions(boolean smoke, double minutes, List<Integer> concurrency, boolean profile, int routerLoops, Path out) {
   public BenchOptions {
+    if (routerLoops < 0) {
+      throw new IllegalArgumentException("--router-event-loops: " + routerLoops + " is not valid: expected an integer of at least 1");
+    }
     concurrency = concurrency == null ? List.of() : List.copyOf(concurrency);
     if (minutes <= 0) throw new IllegalArgumentException("--minutes: " + minutes + " is not valid: expected a number above 0");
     for (int c : concurrency) {

@@ -71,6 +71,7 @@ public final class RouterProcess implements AutoCloseable {
     Path dir = env.tmp();
     Path fleetFile = dir.resolve(name + "-fleet.json");
     Path log = dir.resolve(name + "-router.log");
+    if (env.options().routerLoops() > 0) SimBench.set(fleet, "server", "event_loops", env.options().routerLoops());
     try {
       Files.writeString(fleetFile, fleet.encodePrettily());
     } catch (IOException e) {

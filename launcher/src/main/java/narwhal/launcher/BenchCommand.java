@@ -49,6 +49,10 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--profile", description = "record the router with JFR and summarise its hot methods (overhead, relay, concurrency, soak)")
   boolean profile;
 
+  @Option(names = "--router-event-loops", paramLabel = "N", defaultValue = "0",
+      description = "server.event_loops of every router the scenario starts (default: the router's own, one per processor)")
+  int routerLoops;
+
   @Option(names = "--out", defaultValue = "bench-results", description = "results directory (default: ${DEFAULT-VALUE})")
   Path out;
 
@@ -56,7 +60,7 @@ final class BenchCommand implements Callable<Integer> {
   public Integer call() {
     BenchOptions options;
     try {
-      options = new BenchOptions(smoke, minutes, concurrency, profile, out);
+      options = new BenchOptions(smoke, minutes, concurrency, profile, routerLoops, out);
     } catch (IllegalArgumentException e) {
       throw new CommandFailure(e.getMessage());
     }
