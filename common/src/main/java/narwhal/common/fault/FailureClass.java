@@ -7,11 +7,17 @@ package narwhal.common.fault;
 public enum FailureClass {
   CONNECTION, TIMEOUT, OVERLOAD, INFERENCE_STATUS, KV_HANDOFF, STREAM, LIVENESS;
 
+  private static final FailureClass[] ALL = values();
+  private final String wire = name().toLowerCase(java.util.Locale.ROOT);
+
   public String wireName() {
-    return name().toLowerCase();
+    return wire;
   }
 
+  /** The constant whose wire name is {@code s}, in any case (on the request path: no allocation). */
   public static FailureClass parse(String s) {
-    return valueOf(s.toUpperCase());
+    java.util.Objects.requireNonNull(s, "Name is null");
+    for (FailureClass v : ALL) if (v.wire.equalsIgnoreCase(s)) return v;
+    throw new IllegalArgumentException("No enum constant " + FailureClass.class.getCanonicalName() + "." + s);
   }
 }
