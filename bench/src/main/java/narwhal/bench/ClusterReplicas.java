@@ -44,7 +44,7 @@ final class ClusterReplicas implements AutoCloseable {
     fleet.put("cluster", newCluster());
     ClusterReplicas cluster = env.own(new ClusterReplicas(env, fleet, load, names));
     for (int i = 0; i < names.size(); i++) cluster.start(i);
-    cluster.awaitMembers(names.size(), 60_000);
+    cluster.awaitMembers(names.size(), 120_000);
     return cluster;
   }
 

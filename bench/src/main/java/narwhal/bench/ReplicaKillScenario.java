@@ -88,7 +88,7 @@ final class ReplicaKillScenario implements Scenario {
     RouterProcess restarted = cluster.start(0, RouterProcess.Options.serving("--preflight=warn"));
     JsonObject firstState = cluster.state(0);
     boolean caughtUp = stateMade(firstState);
-    cluster.awaitMembers(3, 60_000);
+    cluster.awaitMembers(3, 120_000);
     traffic.resume(0);
     JvmProbe.sleep((long) (beforeS * 1000));
     List<StateWatch.Sighting> lostSeen = lost.sofar();

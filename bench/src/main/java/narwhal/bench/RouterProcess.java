@@ -28,6 +28,8 @@ import java.util.regex.Pattern;
 public final class RouterProcess implements AutoCloseable {
   /** How long a router gets to exit after SIGTERM before SIGKILL. */
   static final long STOP_WAIT_S = 2;
+  /** How long a router may take to say it serves (a clustered one joining a loaded cluster has taken 30 s here). */
+  static final long READY_WAIT_S = 120;
   private static final Pattern SERVING = Pattern.compile("narwhal serving .* on port (\\d+)");
 
   private final Process process;
@@ -104,7 +106,7 @@ public final class RouterProcess implements AutoCloseable {
     reader.setDaemon(true);
     reader.start();
     try {
-      int port = ready.get(60, TimeUnit.SECONDS);
+      int port = ready.get(READY_WAIT_S, TimeUnit.SECONDS);
       RouterProcess router = new RouterProcess(process, log, fleetFile, port, jmxPort, options.jfr(), tail);
       router.readyMs = (System.nanoTime() - t0) / 1_000_000;
       if (options.jmx()) router.probe = JvmProbe.connect(jmxPort, 15_000);
