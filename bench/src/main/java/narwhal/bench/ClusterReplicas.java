@@ -6,6 +6,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.Predicate;
 import java.util.function.UnaryOperator;
 
 /**
@@ -99,22 +100,26 @@ final class ClusterReplicas implements AutoCloseable {
 
   /** Waits until every live replica lists {@code expected} cluster members in its state. */
   void awaitMembers(int expected, long timeoutMs) {
-    long deadline = System.nanoTime() + timeoutMs * 1_000_000;
     for (int i = 0; i < replicas.length; i++) {
-      if (!replicas[i].alive()) continue;
-      while (members(i) != expected) {
-        if (System.nanoTime() > deadline) {
-          throw new IllegalStateException(names.get(i) + " sees " + members(i) + " cluster members, not " + expected
-              + " (log: " + replicas[i].log() + ")");
-        }
-        JvmProbe.sleep(50);
-      }
+      if (replicas[i].alive()) await(i, state -> members(state) == expected, timeoutMs, expected + " cluster members");
     }
   }
 
-  /** The cluster members replica {@code i} sees; -1 when it does not answer. */
-  int members(int i) {
-    JsonObject state = state(i);
+  /** Polls replica {@code i}'s state until {@code condition} holds on it; fails naming {@code what} after {@code timeoutMs}. */
+  void await(int i, Predicate<JsonObject> condition, long timeoutMs, String what) {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000;
+    JsonObject state;
+    while (!condition.test(state = state(i))) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException(names.get(i) + " does not show " + what + " within " + timeoutMs + " ms: " + state
+            + " (log: " + replicas[i].log() + ")");
+      }
+      JvmProbe.sleep(20);
+    }
+  }
+
+  /** The cluster members a state lists; -1 for no state (the replica did not answer). */
+  static int members(JsonObject state) {
     return state == null ? -1 : state.getJsonArray("cluster_members", new JsonArray()).size();
   }
 

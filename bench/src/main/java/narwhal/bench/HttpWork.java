@@ -112,6 +112,13 @@ public final class HttpWork {
     });
   }
 
+  /** {@link #post} from a plain thread: runs it on a Vert.x context and waits for its end (never call on an event loop). */
+  public Exchange postBlocking(String path, Buffer body, boolean stream, long timeoutMs) {
+    Promise<Exchange> done = Promise.promise();
+    vertx.runOnContext(v -> post(path, body, stream, timeoutMs).onComplete(done));
+    return LoadGenerator.join(done.future(), timeoutMs / 1000.0 + 5);
+  }
+
   /** Runs {@code action} on this client's Vert.x (requests must start on a context). */
   public void vertxRun(Runnable action) {
     vertx.runOnContext(v -> action.run());

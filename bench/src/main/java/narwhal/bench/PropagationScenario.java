@@ -1,6 +1,5 @@
 package narwhal.bench;
 
-import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import narwhal.sim.SimEngine;
@@ -55,7 +54,7 @@ final class PropagationScenario implements Scenario {
     Buffer body = Bodies.completion(4, false).toBuffer();
     List<Cycle> results = new ArrayList<>();
     try (Progress.Ticker ticker = progress.every(5_000, () -> results.size() + "/" + cycles + " cycles")) {
-      for (int c = 0; c < cycles; c++) results.add(cycle(c % REPLICAS.size(), cluster, watch, d0, load, body));
+      for (int c = 0; c < cycles; c++) results.add(cycle(c % REPLICAS.size(), cluster, watch, d0, body));
     }
 
     ResultTable eject = new ResultTable("ejection: origin replica sees " + ENGINE + " out of placement → every other replica does (ms)",
@@ -116,16 +115,14 @@ final class PropagationScenario implements Scenario {
                double readmitError, double resumeToFirst) {
   }
 
-  private static Cycle cycle(int origin, ClusterReplicas cluster, StateWatch watch, SimEngine d0, LoadGenerator load, Buffer body) {
+  private static Cycle cycle(int origin, ClusterReplicas cluster, StateWatch watch, SimEngine d0, Buffer body) {
     StateWatch.Wait out = watch.when(state -> !"serving".equals(ClusterReplicas.engineState(state, ENGINE)));
     LoadGenerator.join(d0.stopListening(), 10);
     HttpWork client = cluster.client(origin);
     int requests = 0;
     long deadline = System.nanoTime() + 20_000_000_000L;
     while (!out.seenOn(origin) && System.nanoTime() < deadline) {
-      Promise<Exchange> done = Promise.promise();
-      load.vertx().runOnContext(v -> client.post("/v1/completions", body, false, 5_000).onComplete(done));
-      LoadGenerator.join(done.future(), 10);
+      client.postBlocking("/v1/completions", body, false, 5_000);
       requests++;
     }
     List<StateWatch.Sighting> ejected = awaitAll(out, "D0 out of placement");

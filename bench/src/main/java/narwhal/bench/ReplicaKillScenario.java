@@ -1,7 +1,6 @@
 package narwhal.bench;
 
 import io.vertx.core.Context;
-import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import narwhal.sim.SimEngine;
@@ -62,10 +61,10 @@ final class ReplicaKillScenario implements Scenario {
     SimEngine p1 = fleet.engine("P1");
     SimEngine d0 = fleet.engine("D0");
     p1.faults().add(new JsonObject().put("kind", "status").put("phase", "prefill").put("count", 1).put("status", 500));
-    trip(cluster, load, 0, s -> "quarantined".equals(ClusterReplicas.engineState(s, "P1")));
+    trip(cluster, 0, s -> "quarantined".equals(ClusterReplicas.engineState(s, "P1")));
     LoadGenerator.join(d0.stopListening(), 10);
     Predicate<JsonObject> made = ReplicaKillScenario::stateMade;
-    for (int r = 0; r < REPLICAS.size(); r++) awaitState(cluster, r, made, 20_000);
+    for (int r = 0; r < REPLICAS.size(); r++) cluster.await(r, made, 20_000, "P1 quarantined and D0 ejected");
 
     Traffic traffic = new Traffic(load, cluster);
     traffic.start();
@@ -75,7 +74,7 @@ final class ReplicaKillScenario implements Scenario {
     JvmProbe.sleep((long) (beforeS * 1000));
 
     progress.say("SIGKILL A (pid " + cluster.replica(0).pid() + ")");
-    StateWatch.Wait twoMembers = survivors.when(s -> s.getJsonArray("cluster_members").size() == 2);
+    StateWatch.Wait twoMembers = survivors.when(s -> ClusterReplicas.members(s) == 2);
     traffic.phase("after kill");
     long killed = System.nanoTime();
     cluster.kill(0);
@@ -165,23 +164,13 @@ final class ReplicaKillScenario implements Scenario {
   }
 
   /** Sends requests through replica {@code r} until its state satisfies {@code reached}. */
-  private static void trip(ClusterReplicas cluster, LoadGenerator load, int r, Predicate<JsonObject> reached) {
+  private static void trip(ClusterReplicas cluster, int r, Predicate<JsonObject> reached) {
     Buffer body = Bodies.completion(2, false).toBuffer();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
     while (!reached.test(cluster.state(r))) {
       if (System.nanoTime() > deadline) throw new IllegalStateException("replica " + REPLICAS.get(r) + " never reached the state: "
           + cluster.state(r));
-      Promise<Exchange> done = Promise.promise();
-      load.vertx().runOnContext(v -> cluster.client(r).post("/v1/completions", body, false, 5_000).onComplete(done));
-      LoadGenerator.join(done.future(), 10);
-    }
-  }
-
-  private static void awaitState(ClusterReplicas cluster, int r, Predicate<JsonObject> condition, long timeoutMs) {
-    long deadline = System.nanoTime() + timeoutMs * 1_000_000;
-    while (!condition.test(cluster.state(r))) {
-      if (System.nanoTime() > deadline) throw new IllegalStateException(REPLICAS.get(r) + " does not show the state: " + cluster.state(r));
-      JvmProbe.sleep(20);
+      cluster.client(r).postBlocking("/v1/completions", body, false, 5_000);
     }
   }
 

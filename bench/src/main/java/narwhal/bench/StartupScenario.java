@@ -1,6 +1,5 @@
 package narwhal.bench;
 
-import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientAgent;
 import io.vertx.core.json.JsonObject;
@@ -181,10 +180,8 @@ final class StartupScenario implements Scenario {
     java.util.Map<String, Integer> attempts = new java.util.TreeMap<>();
     long deadline = t0 + TimeUnit.SECONDS.toNanos(60);
     while (System.nanoTime() < deadline && p.isAlive()) {
-      Promise<Exchange> attempt = Promise.promise();
       lastSent = (System.nanoTime() - t0) / 1_000_000;
-      load.vertx().runOnContext(v -> work.post("/v1/completions", body, false, ATTEMPT_TIMEOUT_MS).onComplete(attempt));
-      Exchange e = LoadGenerator.join(attempt.future(), 20);
+      Exchange e = work.postBlocking("/v1/completions", body, false, ATTEMPT_TIMEOUT_MS);
       String kind = switch (e.outcome()) {
         case OK -> "200";
         case TRANSPORT_ERROR -> "refused";
