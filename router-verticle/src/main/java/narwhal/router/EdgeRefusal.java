@@ -29,7 +29,7 @@ final class EdgeRefusal {
     error.send(rc.response());
     Instant arrived = rc.get(ARRIVED);
     long arrivedNanos = rc.get(ARRIVED_NANOS);
-    ctx.journal().append(new JsonObject().put("rid", rc.get(RouterVerticle.RID)).put("client_rid", rc.request().getHeader("x-request-id"))
+    ctx.journal().append(new JsonObject().put("rid", rc.get(RouterInstance.RID)).put("client_rid", rc.request().getHeader("x-request-id"))
         .put("arrived", arrived.toString()).put("terminal", terminal).put("reason", error.reason()).put("status", error.status())
         .put("error_type", error.type()).put("ttft_s", (Object) null).put("first_byte_s", (Object) null)
         .put("prefill_iid", (Object) null).put("decode_iid", (Object) null).put("crossed", (Object) null).put("attempts", 0)

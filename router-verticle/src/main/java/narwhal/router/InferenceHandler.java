@@ -33,12 +33,12 @@ final class InferenceHandler implements Handler<RoutingContext> {
   @Override
   public void handle(RoutingContext rc) {
     NarwhalConfig cfg = ctx.config().get();
-    String rid = rc.get(RouterVerticle.RID);
+    String rid = rc.get(RouterInstance.RID);
     String clientRid = rc.request().getHeader("x-request-id");
     Instant arrived = rc.get(EdgeRefusal.ARRIVED);
     long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
     ctx.metrics().offered();
-    RouterVerticle.received(ctx, rc);
+    RouterInstance.received(ctx, rc);
     JsonObject body;
     try {
       body = parse(rc.body().buffer());

@@ -32,6 +32,10 @@ import java.util.function.Supplier;
  * ({@link RouterVerticle}). Engine health is never decided here, only reported to the breaker.
  */
 final class RouterInstance extends VerticleBase {
+  /** Routing-context keys: the router's request id, and the timer bounding how long the body may take to arrive. */
+  static final String RID = "narwhal.rid";
+  private static final String RECEIVE_TIMER = "narwhal.receive.timer";
+
   private final RouterVerticle.Shared shared;
   private final Supplier<NarwhalConfig> config;
   private final int port;
@@ -93,7 +97,7 @@ final class RouterInstance extends VerticleBase {
       rc.next();
       return;
     }
-    RouterVerticle.received(ctx, rc);
+    received(ctx, rc);
     ctx.metrics().offered();
     EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("malformed HTTP request body framing", null), "invalid");
   }
@@ -123,7 +127,7 @@ final class RouterInstance extends VerticleBase {
     Router router = Router.router(vertx);
     router.route().handler(rc -> {
       String rid = UUID.randomUUID().toString();
-      rc.put(RouterVerticle.RID, rid);
+      rc.put(RID, rid);
       Long headerTimer = awaitingFirstRequest.remove(rc.request().connection());
       if (headerTimer != null) vertx.cancelTimer(headerTimer);
       EdgeRefusal.arrived(rc);
@@ -145,10 +149,16 @@ final class RouterInstance extends VerticleBase {
     return router;
   }
 
+  /** The request's body has arrived: its receive timer (armed by {@link #declaredSize}) stops. */
+  static void received(RouterContext ctx, RoutingContext rc) {
+    Long timer = rc.get(RECEIVE_TIMER);
+    if (timer != null) ctx.vertx().cancelTimer(timer);
+  }
+
   /** Refuses a body whose declared length is over the limit before reading any of it; bounds the time to receive it. */
   private void declaredSize(RoutingContext rc) {
     long receiveMs = config.get().serving().receiveTimeoutMs();
-    rc.put(RouterVerticle.RECEIVE_TIMER, vertx.setTimer(receiveMs, t -> {
+    rc.put(RECEIVE_TIMER, vertx.setTimer(receiveMs, t -> {
       if (rc.response().headWritten() || rc.response().closed()) return;
       rc.response().putHeader("connection", "close");
       ctx.metrics().offered();

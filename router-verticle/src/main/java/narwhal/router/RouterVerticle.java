@@ -5,7 +5,6 @@ import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.json.JsonObject;
-import io.vertx.ext.web.RoutingContext;
 import narwhal.common.bus.Addresses;
 import narwhal.common.config.NarwhalConfig;
 
@@ -20,8 +19,6 @@ import java.util.function.Supplier;
  * (gracefully, see {@link RouterInstance#stop}) before the journal is flushed and closed.
  */
 public final class RouterVerticle extends VerticleBase {
-  static final String RID = "narwhal.rid";
-  static final String RECEIVE_TIMER = "narwhal.receive.timer";
   private static final AtomicInteger ANY_PORT_KEYS = new AtomicInteger();
 
   /** What the instances of one replica share; every part is thread-safe. */
@@ -92,12 +89,6 @@ public final class RouterVerticle extends VerticleBase {
     shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     shared.metrics().track(cfg.engines());
     shared.metrics().configReload(true);
-  }
-
-  /** The request's body has arrived: its receive timer stops. */
-  static void received(RouterContext ctx, RoutingContext rc) {
-    Long timer = rc.get(RECEIVE_TIMER);
-    if (timer != null) ctx.vertx().cancelTimer(timer);
   }
 
   /** The port the router listens on. */
