@@ -38,7 +38,8 @@ public final class RouterMetrics {
   private final Counter retryDenied;
   private final Timer ttft;
   private final Timer firstByte;
-  private final Counter[] reloads = new Counter[2];
+  private final Counter reloadsApplied;
+  private final Counter reloadsRefused;
   private final Map<String, Counter> failed = new ConcurrentHashMap<>();
   private final Map<String, Counter> expired = new ConcurrentHashMap<>();
   private final Map<String, Counter> rejected = new ConcurrentHashMap<>();
@@ -69,8 +70,8 @@ public final class RouterMetrics {
     failedCounter("no_engine");
     EXPIRY_REASONS.forEach(this::expiredCounter);
     REJECTION_REASONS.forEach(this::rejectedCounter);
-    reloads[0] = reloads("applied");
-    reloads[1] = reloads("refused");
+    reloadsApplied = reloads("applied");
+    reloadsRefused = reloads("refused");
     track(engines);
   }
 
@@ -153,7 +154,7 @@ public final class RouterMetrics {
   public void attemptFailure(String phase, String reason) { attemptFailures(phase, reason).increment(); }
   public void ttft(long nanos) { ttft.record(nanos, TimeUnit.NANOSECONDS); }
   public void firstByte(long nanos) { firstByte.record(nanos, TimeUnit.NANOSECONDS); }
-  public void configReload(boolean applied) { reloads[applied ? 0 : 1].increment(); }
+  public void configReload(boolean applied) { (applied ? reloadsApplied : reloadsRefused).increment(); }
 
   /** A reservation taken (+1) or released (−1) on an engine for a phase. */
   public void resident(String iid, Phase phase, int delta) {
