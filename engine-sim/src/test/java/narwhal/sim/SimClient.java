@@ -1,5 +1,6 @@
 package narwhal.sim;
 
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
 import io.vertx.core.Vertx;
@@ -27,10 +28,13 @@ final class SimClient {
   static final long DEFAULT_IDLE_TIMEOUT_MS = 10_000;
 
   private final Vertx vertx;
+  /** Every exchange runs here: composed from the test thread, a response's first chunk can arrive before its handler is set. */
+  private final Context context;
   private final Map<Long, HttpClient> clients = new ConcurrentHashMap<>();
 
   SimClient(Vertx vertx) {
     this.vertx = vertx;
+    this.context = vertx.getOrCreateContext();
   }
 
   /** A client whose connections close after {@code idleTimeoutMs} without traffic (a client-side read timeout). */
@@ -146,6 +150,10 @@ final class SimClient {
   }
 
   Future<Reply> callAsync(int port, HttpMethod method, String path, Buffer body, long idleTimeoutMs, String... headers) {
+    return Future.future(p -> context.runOnContext(v -> exchange(port, method, path, body, idleTimeoutMs, headers).onComplete(p)));
+  }
+
+  private Future<Reply> exchange(int port, HttpMethod method, String path, Buffer body, long idleTimeoutMs, String... headers) {
     Reply reply = new Reply();
     RequestOptions options = new RequestOptions().setMethod(method).setHost("127.0.0.1").setPort(port).setURI(path);
     for (int i = 0; i + 1 < headers.length; i += 2) {

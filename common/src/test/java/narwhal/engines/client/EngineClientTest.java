@@ -2,6 +2,7 @@ package narwhal.engines.client;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.fault.EngineFault;
 import narwhal.common.fault.FaultKind;
@@ -95,11 +96,13 @@ class EngineClientTest {
       if (e instanceof SseEvent.Output o) text.append(o.text());
     });
     SimEngine single = consumer;
-    String direct = await(vertx.createHttpClient().request(new io.vertx.core.http.RequestOptions()
+    String direct = await(Future.<Buffer>future(p -> vertx.runOnContext(v -> vertx.createHttpClient()
+        .request(new io.vertx.core.http.RequestOptions()
             .setMethod(io.vertx.core.http.HttpMethod.POST).setAbsoluteURI(single.url() + "/v1/completions")
             .putHeader("content-type", "application/json"))
         .compose(r -> r.send(body().put("model", SimEngineOptions.DEFAULT_MODEL).toBuffer()))
-        .compose(r -> r.body())).toJsonObject().getJsonArray("choices").getJsonObject(0).getString("text");
+        .compose(r -> r.body())
+        .onComplete(p)))).toJsonObject().getJsonArray("choices").getJsonObject(0).getString("text");
     assertEquals(direct, text.toString());
     assertEquals(((DecodeEnd) end).finishReason(), "length");
   }
