@@ -126,10 +126,30 @@ final class RouterHarness implements AutoCloseable {
       StringBuilder text = new StringBuilder();
       for (String e : events()) {
         if (e.equals("[DONE]")) continue;
-        text.append(narwhal.engines.sse.SseReader.outputText(new JsonObject(e)));
+        text.append(outputText(new JsonObject(e)));
       }
       return text.toString();
     }
+  }
+
+  /** The generated text of one frame as a JSON tree (CONTRACT §3): completions' {@code text}, chat's reasoning and content deltas. */
+  static String outputText(JsonObject frame) {
+    if (!(frame.getValue("choices") instanceof JsonArray choices)) return "";
+    StringBuilder out = new StringBuilder();
+    for (Object c : choices) {
+      if (!(c instanceof JsonObject choice)) continue;
+      appendString(out, choice.getValue("text"));
+      if (choice.getValue("delta") instanceof JsonObject delta) {
+        appendString(out, delta.getValue("reasoning_content"));
+        appendString(out, delta.getValue("reasoning"));
+        appendString(out, delta.getValue("content"));
+      }
+    }
+    return out.toString();
+  }
+
+  private static void appendString(StringBuilder out, Object value) {
+    if (value instanceof String s) out.append(s);
   }
 
   Reply post(String path, JsonObject body) {

@@ -28,7 +28,7 @@ class SlowStreamTest {
       assertEquals(200, alive.status());
       List<String> events = alive.events();
       assertEquals("[DONE]", events.get(events.size() - 1), "the slow stream completed: " + alive.body());
-      assertTrue(events.stream().anyMatch(e -> !e.equals("[DONE]") && narwhal.engines.sse.SseReader.outputText(new JsonObject(e)).isEmpty()),
+      assertTrue(events.stream().anyMatch(e -> !e.equals("[DONE]") && RouterHarness.outputText(new JsonObject(e)).isEmpty()),
           "metadata frames were relayed");
 
       h.engine("D0").faults().add(new JsonObject().put("kind", "slow_tokens").put("itl_ms", 800).put("phase", "decode"));

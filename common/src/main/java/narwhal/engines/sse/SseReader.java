@@ -1,8 +1,6 @@
 package narwhal.engines.sse;
 
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.json.JsonArray;
-import io.vertx.core.json.JsonObject;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -111,25 +109,5 @@ public final class SseReader {
 
   private void ensure(int more) {
     if (eventLength + more > event.length) event = Arrays.copyOf(event, Math.max(event.length * 2, eventLength + more));
-  }
-
-  /** The generated text a frame carries: completions' {@code text}, chat's content and reasoning deltas. */
-  public static String outputText(JsonObject frame) {
-    if (!(frame.getValue("choices") instanceof JsonArray choices)) return "";
-    StringBuilder out = new StringBuilder();
-    for (Object c : choices) {
-      if (!(c instanceof JsonObject choice)) continue;
-      appendString(out, choice.getValue("text"));
-      if (choice.getValue("delta") instanceof JsonObject delta) {
-        appendString(out, delta.getValue("reasoning_content"));
-        appendString(out, delta.getValue("reasoning"));
-        appendString(out, delta.getValue("content"));
-      }
-    }
-    return out.toString();
-  }
-
-  private static void appendString(StringBuilder out, Object value) {
-    if (value instanceof String s) out.append(s);
   }
 }
