@@ -2,33 +2,123 @@ package narwhal.router;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.buffer.Buffer;
-import io.vertx.core.file.AsyncFile;
-import io.vertx.core.file.OpenOptions;
 import io.vertx.core.json.JsonObject;
+import narwhal.common.config.JournalConfig;
+
+import java.io.BufferedOutputStream;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
- * The request journal (CONTRACT §8.2): one JSON line per finished request, appended through a Vert.x
- * {@link AsyncFile}, whose writes run off the event loop. {@link #append} may be called from any event loop: the
- * file reserves each row's position under its lock, so rows never interleave. {@link #close()} flushes what is queued.
+ * The request journal (CONTRACT §8.2): one JSON line per finished request. {@link #append} may be called from any
+ * event loop: it encodes the row and queues it to the journal's own writer thread, so no file I/O runs on an event
+ * loop and rows never interleave. The writer appends whole rows to {@code journal.path} and rotates by size
+ * ({@link JournalConfig}): a row goes whole into the file that receives it, so no row is split across files or lost
+ * by a rotation; with path {@code "-"} rows go to standard output. {@link #close()} writes and flushes what is queued.
  */
 public final class Journal {
-  private final AsyncFile file;
+  private static final Logger LOG = Logger.getLogger(Journal.class.getName());
 
-  private Journal(AsyncFile file) {
-    this.file = file;
+  private final Vertx vertx;
+  private final JournalConfig config;
+  private final ThreadPoolExecutor writer;
+  /** Touched by the writer thread only. */
+  private OutputStream out;
+  private long size;
+
+  private Journal(Vertx vertx, JournalConfig config) throws IOException {
+    this.vertx = vertx;
+    this.config = config;
+    this.writer = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
+      Thread t = new Thread(r, "narwhal-journal");
+      t.setDaemon(true);
+      return t;
+    });
+    if (config.toStdout()) {
+      out = System.out;
+    } else {
+      openFile();
+    }
   }
 
-  public static Future<Journal> open(Vertx vertx, String path) {
-    return vertx.fileSystem().open(path, new OpenOptions().setAppend(true).setCreate(true).setWrite(true))
-        .map(Journal::new);
+  /** Opens (appending to) the journal; fails when the file cannot be opened. */
+  public static Future<Journal> open(Vertx vertx, JournalConfig config) {
+    return vertx.executeBlocking(() -> new Journal(vertx, config), false);
   }
 
   public void append(JsonObject row) {
-    file.write(Buffer.buffer(row.encode()).appendByte((byte) '\n'));
+    byte[] line = (row.encode() + "\n").getBytes(StandardCharsets.UTF_8);
+    try {
+      writer.execute(() -> write(line));
+    } catch (java.util.concurrent.RejectedExecutionException closed) {
+      LOG.warning(() -> "journal closed; row not written: " + row.encode());
+    }
   }
 
+  /** Writes every queued row, flushes and closes; rows appended afterwards are logged, not written. */
   public Future<Void> close() {
-    return file.flush().compose(v -> file.close());
+    writer.shutdown();
+    return vertx.executeBlocking(() -> {
+      if (!writer.awaitTermination(30, TimeUnit.SECONDS)) LOG.warning("journal: rows still queued after 30 s at close");
+      if (config.toStdout()) out.flush(); else out.close();
+      return null;
+    }, false);
+  }
+
+  private void write(byte[] line) {
+    try {
+      if (config.maxBytes() > 0 && size > 0 && size + line.length > config.maxBytes() && !config.toStdout()) {
+        try {
+          rotate();
+        } catch (IOException e) {
+          LOG.log(Level.WARNING, "journal: cannot rotate " + config.path() + "; appending to it instead", e);
+          openFile();
+        }
+      }
+      out.write(line);
+      size += line.length;
+      if (writer.getQueue().isEmpty()) out.flush();
+    } catch (IOException e) {
+      LOG.log(Level.WARNING, "journal: cannot write to " + config.path() + "; row: " + new String(line, StandardCharsets.UTF_8).trim(), e);
+    }
+  }
+
+  /** {@code path.(keep-1)} → {@code path.keep} … {@code path} → {@code path.1}, then a fresh {@code path}. */
+  private void rotate() throws IOException {
+    out.close();
+    size = 0;
+    Path path = Path.of(config.path());
+    for (int i = config.keep() - 1; i >= 1; i--) {
+      Path from = rotated(path, i);
+      if (Files.exists(from)) Files.move(from, rotated(path, i + 1), StandardCopyOption.REPLACE_EXISTING);
+    }
+    Files.move(path, rotated(path, 1), StandardCopyOption.REPLACE_EXISTING);
+    openFile();
+  }
+
+  private static Path rotated(Path path, int index) {
+    return path.resolveSibling(path.getFileName() + "." + index);
+  }
+
+  private void openFile() throws IOException {
+    Path path = Path.of(config.path());
+    try {
+      out = new BufferedOutputStream(new FileOutputStream(path.toFile(), true), 1 << 16);
+      size = Files.size(path);
+    } catch (IOException | UncheckedIOException e) {
+      throw new IOException("journal.path: cannot open " + path + " for appending: " + e.getMessage(), e);
+    }
   }
 }

@@ -54,7 +54,7 @@ public final class RouterVerticle extends VerticleBase {
   public Future<?> start() {
     NarwhalConfig cfg = config.get();
     RetryBudget retryBudget = new RetryBudget(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
-    return Journal.open(vertx, cfg.journal().path()).compose(journal -> {
+    return Journal.open(vertx, cfg.journal()).compose(journal -> {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, new AtomicInteger(), members);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));

@@ -204,7 +204,13 @@ class ConfigRefusalTest {
         refused(withSection("admin", "{\"token_env\": \"\"}"), "admin.token_env",
             "admin.token_env: \"\" is not valid: expected a non-empty string"),
         refused(withSection("journal", "{\"path\": \"\"}"), "journal.path",
-            "journal.path: \"\" is not valid: expected a non-empty string"));
+            "journal.path: \"\" is not valid: expected a non-empty string"),
+        refused(withSection("journal", "{\"max_bytes\": 100}"), "journal.max_bytes",
+            "journal.max_bytes: 100 is not valid: expected 0 (never rotate) or a number of bytes of at least 1024"),
+        refused(withSection("journal", "{\"max_bytes\": -1}"), "journal.max_bytes",
+            "journal.max_bytes: -1 is not valid: expected 0 (never rotate) or a number of bytes of at least 1024"),
+        refused(withSection("journal", "{\"keep\": 0}"), "journal.keep",
+            "journal.keep: 0 is not valid: expected an integer from 1 to 1000"));
   }
 
   static Stream<Arguments> crossKeyRules() {

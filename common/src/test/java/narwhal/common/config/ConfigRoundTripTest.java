@@ -55,7 +55,7 @@ class ConfigRoundTripTest {
          "cluster": {"enabled": true, "name": "prod", "members": ["10.0.0.1", "10.0.0.2:5702"],
            "port": 5702, "host": "10.0.0.1"},
          "admin": {"token_env": "OPS_TOKEN"},
-         "journal": {"path": "/var/log/narwhal/journal.jsonl"},
+         "journal": {"path": "/var/log/narwhal/journal.jsonl", "max_bytes": 1048576, "keep": 3},
          "sim": {"embedded": true}}
         """);
     assertRoundTrips(config);

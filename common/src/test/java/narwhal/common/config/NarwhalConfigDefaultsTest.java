@@ -88,6 +88,8 @@ class NarwhalConfigDefaultsTest {
         config.cluster());
     assertEquals("NARWHAL_ADMIN_TOKEN", config.admin().tokenEnv());
     assertEquals("journal.jsonl", config.journal().path());
+    assertEquals(268_435_456L, config.journal().maxBytes());
+    assertEquals(5, config.journal().keep());
     assertFalse(config.sim().embedded());
   }
 
