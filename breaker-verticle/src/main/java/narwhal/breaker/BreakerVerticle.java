@@ -8,6 +8,7 @@ import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.Lock;
+import narwhal.common.auth.BearerKeys;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.EngineState;
 import narwhal.common.bus.Failures;
@@ -340,7 +341,7 @@ public final class BreakerVerticle extends VerticleBase {
     JsonObject args = body.getJsonObject("args", new JsonObject());
     String expected = adminToken();
     String given = msg.headers().get("token");
-    if (!"state".equals(command) && (expected == null || !expected.equals(given))) {
+    if (!"state".equals(command) && !BearerKeys.same(expected, given)) {
       metrics.adminRefused();
       msg.fail(Failures.UNAUTHORIZED, expected == null ? "admin commands other than state need a configured admin token"
           : "admin token missing or wrong");

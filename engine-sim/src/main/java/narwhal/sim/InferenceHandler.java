@@ -40,6 +40,7 @@ final class InferenceHandler {
       return;
     }
     JsonObject entry = engine.log().record(path, headerId, req.phase, body.copy());
+    engine.log().update(entry, "authorization", ctx.request().getHeader("authorization"));
     FaultRule fault;
     try {
       fault = selectFault(ctx, req);

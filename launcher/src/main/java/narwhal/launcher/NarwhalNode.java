@@ -82,7 +82,7 @@ public final class NarwhalNode {
         .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(config.engines())))
         .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env)))
         .compose(v -> {
-          node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1, node::clusterMembers);
+          node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1, node::clusterMembers, env);
           return node.vertx.deployVerticle(node.router);
         })
         .onSuccess(id -> {

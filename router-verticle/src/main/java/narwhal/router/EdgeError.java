@@ -28,6 +28,12 @@ public record EdgeError(int status, String type, String message, String param, O
         "receive_timeout", false);
   }
 
+  /** 401 for {@code /v1/*} without a valid client key; the message never repeats what was sent. */
+  public static EdgeError invalidApiKey(boolean presented) {
+    return new EdgeError(401, "invalid_api_key", presented ? "Incorrect API key provided."
+        : "You didn't provide an API key: send Authorization: Bearer <key>.", null, "invalid_api_key", "invalid_api_key", false);
+  }
+
   public static EdgeError overloaded() {
     return new EdgeError(429, "server_overloaded_error", "router in-flight limit reached", null, null, "in_flight_limit", true);
   }

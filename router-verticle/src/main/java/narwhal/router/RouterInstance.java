@@ -4,6 +4,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
@@ -55,7 +56,7 @@ final class RouterInstance extends VerticleBase {
   public Future<?> start() {
     NarwhalConfig cfg = config.get();
     engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
-        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, apiKey(cfg)));
+        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, Access.engineKey(cfg, shared.env())));
     ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, shared.metrics()), shared.retryBudget(),
         shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.inFlight());
     return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
@@ -135,14 +136,15 @@ final class RouterInstance extends VerticleBase {
       rc.next();
     });
     BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
+    router.route("/v1/*").handler(this::clientKey);
     router.post("/v1/*").handler(this::declaredSize);
     router.post("/v1/completions").handler(body).handler(this::framed).handler(new InferenceHandler(ctx, false));
     router.post("/v1/chat/completions").handler(body).handler(this::framed).handler(new InferenceHandler(ctx, true));
     router.get("/v1/models").handler(this::models);
     router.get("/health").handler(rc -> rc.json(new JsonObject().put("status", "ok")));
     router.get("/ready").handler(this::ready);
-    router.get("/metrics").handler(this::metrics);
-    router.get("/narwhal/state").handler(this::state);
+    router.get("/metrics").handler(this::opsToken).handler(this::metrics);
+    router.get("/narwhal/state").handler(this::opsToken).handler(this::state);
     router.route().last().handler(rc -> new EdgeError(404, "invalid_request_error",
         "no route for " + rc.request().method() + " " + rc.request().path(), null, null, "not_found", false).send(rc.response()));
     router.route().failureHandler(this::failure);
@@ -238,10 +240,27 @@ final class RouterInstance extends VerticleBase {
     });
   }
 
-  private static String apiKey(NarwhalConfig cfg) {
-    String env = cfg.engine().engineApiKeyEnv();
-    if (env == null || env.isEmpty()) return "";
-    String value = System.getenv(env);
-    return value == null ? "" : value;
+  /** {@code /v1/*} with client keys configured: {@code Authorization: Bearer <key>}, else 401, journaled as rejected. */
+  private void clientKey(RoutingContext rc) {
+    String authorization = rc.request().getHeader("authorization");
+    if (shared.access().get().clients().admits(authorization)) {
+      rc.next();
+      return;
+    }
+    rc.response().putHeader("www-authenticate", "Bearer");
+    if (rc.request().method() != HttpMethod.GET) rc.response().putHeader("connection", "close");
+    ctx.metrics().offered();
+    EdgeRefusal.refuse(ctx, rc, EdgeError.invalidApiKey(authorization != null), "rejected");
+  }
+
+  /** {@code /metrics} and {@code /narwhal/state} with an ops token configured: {@code Authorization: Bearer <token>}. */
+  private void opsToken(RoutingContext rc) {
+    if (shared.access().get().ops().admits(rc.request().getHeader("authorization"))) {
+      rc.next();
+      return;
+    }
+    rc.response().putHeader("www-authenticate", "Bearer");
+    new EdgeError(401, "invalid_api_key", "this endpoint needs Authorization: Bearer <ops token> (server.ops_token_env)",
+        null, "invalid_api_key", "invalid_api_key", false).send(rc.response());
   }
 }

@@ -6,11 +6,15 @@ import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
+import narwhal.common.config.ConfigException;
 import narwhal.common.config.NarwhalConfig;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
+import java.util.logging.Logger;
 
 /**
  * The router of one replica: owns what is per replica (the journal, the retry budget, the in-flight count,
@@ -19,11 +23,13 @@ import java.util.function.Supplier;
  * (gracefully, see {@link RouterInstance#stop}) before the journal is flushed and closed.
  */
 public final class RouterVerticle extends VerticleBase {
+  private static final Logger LOG = Logger.getLogger(RouterVerticle.class.getName());
   private static final AtomicInteger ANY_PORT_KEYS = new AtomicInteger();
 
   /** What the instances of one replica share; every part is thread-safe. */
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
-                Journal journal, RetryBudget retryBudget, AtomicInteger inFlight, Supplier<List<String>> members) {
+                Journal journal, RetryBudget retryBudget, AtomicInteger inFlight, Supplier<List<String>> members,
+                UnaryOperator<String> env, AtomicReference<Access> access) {
   }
 
   private final Supplier<NarwhalConfig> config;
@@ -31,6 +37,7 @@ public final class RouterVerticle extends VerticleBase {
   private final MeterRegistry registry;
   private final int portOverride;
   private final Supplier<List<String>> members;
+  private final UnaryOperator<String> env;
   private Shared shared;
   private volatile RouterInstance first;
 
@@ -42,6 +49,13 @@ public final class RouterVerticle extends VerticleBase {
   /** @param members the cluster members this replica sees, for {@code /narwhal/state} */
   public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride,
                         Supplier<List<String>> members) {
+    this(config, facts, registry, portOverride, members, System::getenv);
+  }
+
+  /** @param env reads environment variables (client keys, ops token, engine key); tests pass their own */
+  public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride,
+                        Supplier<List<String>> members, UnaryOperator<String> env) {
+    this.env = env;
     this.config = config;
     this.facts = facts;
     this.registry = registry;
@@ -54,9 +68,15 @@ public final class RouterVerticle extends VerticleBase {
   public Future<?> start() {
     NarwhalConfig cfg = config.get();
     RetryBudget retryBudget = new RetryBudget(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
+    AtomicReference<Access> access;
+    try {
+      access = new AtomicReference<>(Access.resolve(cfg, env));
+    } catch (ConfigException e) {
+      return Future.failedFuture(e);
+    }
     return Journal.open(vertx, cfg.journal()).compose(journal -> {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
-      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, new AtomicInteger(), members);
+      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, new AtomicInteger(), members, env, access);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> metrics.configReload(false));
@@ -89,6 +109,11 @@ public final class RouterVerticle extends VerticleBase {
     shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     shared.metrics().track(cfg.engines());
     shared.metrics().configReload(true);
+    try {
+      shared.access().set(Access.resolve(cfg, env));
+    } catch (ConfigException e) {
+      LOG.warning(() -> "reloaded fleet file: keeping the previous client keys and ops token: " + e.getMessage());
+    }
   }
 
   /** The port the router listens on. */

@@ -60,6 +60,13 @@ final class RouterHarness implements AutoCloseable {
   /** As above; {@code simTune} adjusts each engine's simulator options (latency, lease) before it starts. */
   static RouterHarness start(List<String> engineSpecs, UnaryOperator<JsonObject> tune,
                              BiConsumer<String, SimEngineOptions> simTune) throws Exception {
+    return start(engineSpecs, tune, simTune, Map.of());
+  }
+
+  /** As above; {@code env} is the environment the router and breaker read (besides the admin token). */
+  static RouterHarness start(List<String> engineSpecs, UnaryOperator<JsonObject> tune,
+                             BiConsumer<String, SimEngineOptions> simTune, Map<String, String> env) throws Exception {
+    UnaryOperator<String> environment = name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? ADMIN_TOKEN : env.get(name);
     RouterHarness h = new RouterHarness();
     for (String spec : engineSpecs) {
       String[] parts = spec.split(":");
@@ -79,9 +86,8 @@ final class RouterHarness implements AutoCloseable {
     if (!report.passed()) throw new IllegalStateException(report.table());
     h.engines.values().forEach(SimEngine::clearRequests);
     await(h.vertx.deployVerticle(new PlacementVerticle(h.config.engines())));
-    await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry, h.clock::get,
-        name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? ADMIN_TOKEN : null)));
-    h.router = new RouterVerticle(() -> h.config, facts, h.registry, 0);
+    await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry, h.clock::get, environment)));
+    h.router = new RouterVerticle(() -> h.config, facts, h.registry, 0, () -> List.of("local"), environment);
     await(h.vertx.deployVerticle(h.router));
     return h;
   }
@@ -161,7 +167,11 @@ final class RouterHarness implements AutoCloseable {
   }
 
   Reply get(String path) {
-    return send(routerUrl() + path, HttpMethod.GET, null, Map.of());
+    return get(path, Map.of());
+  }
+
+  Reply get(String path, Map<String, String> headers) {
+    return send(routerUrl() + path, HttpMethod.GET, null, headers);
   }
 
   Reply direct(SimEngine engine, String path, JsonObject body) {

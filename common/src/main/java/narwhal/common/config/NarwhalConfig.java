@@ -67,18 +67,33 @@ public record NarwhalConfig(
     String model = r.nonEmptyString("model", null);
     List<EngineConfig> engines = engines(r);
     JsonObject engineContract = engineContract(r);
+    ServerConfig server = ServerConfig.read(r.section("server", ServerConfig.KEYS));
+    ServingConfig serving = ServingConfig.read(r.section("serving", ServingConfig.KEYS));
+    EngineSettings engine = EngineSettings.read(r.section("engine", EngineSettings.KEYS));
+    clientKeysAreNotTheEngineKey(server, engine);
     return new NarwhalConfig(
         model,
         engines,
         engineContract,
-        ServerConfig.read(r.section("server", ServerConfig.KEYS)),
-        ServingConfig.read(r.section("serving", ServingConfig.KEYS)),
-        EngineSettings.read(r.section("engine", EngineSettings.KEYS)),
+        server,
+        serving,
+        engine,
         RecoveryConfig.read(r.section("recovery", RecoveryConfig.KEYS), engineContract != null),
         ClusterConfig.read(r.section("cluster", ClusterConfig.KEYS)),
         AdminConfig.read(r.section("admin", AdminConfig.KEYS)),
         JournalConfig.read(r.section("journal", JournalConfig.KEYS)),
         SimConfig.read(r.section("sim", SimConfig.KEYS)));
+  }
+
+  /** The engines' key must never open the router to clients: the two keys cannot come from one variable. */
+  private static void clientKeysAreNotTheEngineKey(ServerConfig server, EngineSettings engine) {
+    for (String env : List.of(server.apiKeyEnv(), server.opsTokenEnv())) {
+      if (!env.isEmpty() && env.equals(engine.engineApiKeyEnv())) {
+        String key = env.equals(server.apiKeyEnv()) ? "server.api_key_env" : "server.ops_token_env";
+        throw ConfigException.invalid(key, env, "a variable other than engine.engine_api_key_env (the engines' key is "
+            + "never a client key)");
+      }
+    }
   }
 
   private static List<EngineConfig> engines(SectionReader r) {

@@ -4,25 +4,35 @@ import io.vertx.core.json.JsonObject;
 import java.util.Set;
 
 /**
- * Where the router's OpenAI-compatible HTTP server listens; port 0 lets the OS pick one. {@code event_loops}
- * (ours, beyond CONTRACT §5; default: the number of available processors) is how many event loops serve it;
- * read at start only.
+ * Where the router's OpenAI-compatible HTTP server listens (port 0 lets the OS pick one) and who may use it.
+ * {@code event_loops} (ours, beyond CONTRACT §5; default: the number of available processors) is how many event
+ * loops serve it; read at start only. {@code api_key_env} names the environment variable holding the client API
+ * keys (comma-separated; "" = {@code /v1/*} open), {@code ops_token_env} the one holding the bearer token that
+ * {@code /metrics} and {@code /narwhal/state} then need ("" = open). The keys themselves never appear in the file.
  */
-public record ServerConfig(String host, int port, int eventLoops) {
+public record ServerConfig(String host, int port, int eventLoops, String apiKeyEnv, String opsTokenEnv) {
 
-  static final Set<String> KEYS = Set.of("host", "port", "event_loops");
+  static final Set<String> KEYS = Set.of("host", "port", "event_loops", "api_key_env", "ops_token_env");
+  static final String ENV_NAME_EXPECTATION = "\"\" or an environment variable name (letters, digits, _)";
 
   public static ServerConfig defaults() {
-    return new ServerConfig("0.0.0.0", 8000, Runtime.getRuntime().availableProcessors());
+    return new ServerConfig("0.0.0.0", 8000, Runtime.getRuntime().availableProcessors(), "", "");
   }
 
   static ServerConfig read(SectionReader r) {
     ServerConfig d = defaults();
     return new ServerConfig(r.nonEmptyString("host", d.host()), r.integer("port", d.port(), 0, 65535),
-        r.integer("event_loops", d.eventLoops(), 1, Integer.MAX_VALUE));
+        r.integer("event_loops", d.eventLoops(), 1, Integer.MAX_VALUE),
+        r.text("api_key_env", d.apiKeyEnv(), ServerConfig::isEnvName, ENV_NAME_EXPECTATION),
+        r.text("ops_token_env", d.opsTokenEnv(), ServerConfig::isEnvName, ENV_NAME_EXPECTATION));
+  }
+
+  static boolean isEnvName(String name) {
+    return name.isEmpty() || name.matches("[A-Za-z_][A-Za-z0-9_]*");
   }
 
   public JsonObject toJson() {
-    return new JsonObject().put("host", host).put("port", port).put("event_loops", eventLoops);
+    return new JsonObject().put("host", host).put("port", port).put("event_loops", eventLoops)
+        .put("api_key_env", apiKeyEnv).put("ops_token_env", opsTokenEnv);
   }
 }

@@ -223,7 +223,17 @@ class ConfigRefusalTest {
                 .put("engine_contract", null),
             "recovery.engine_restart_policy",
             "recovery.engine_restart_policy: \"whole_wave\" is not valid: expected \"individual\" when "
-                + "engine_contract is null (\"whole_wave\" needs an engine_contract)"));
+                + "engine_contract is null (\"whole_wave\" needs an engine_contract)"),
+        refused(withSection("server", "{\"api_key_env\": \"VLLM_API_KEY\"}")
+                .put("engine", new JsonObject().put("engine_api_key_env", "VLLM_API_KEY")),
+            "server.api_key_env", "server.api_key_env: \"VLLM_API_KEY\" is not valid: expected a variable other than "
+                + "engine.engine_api_key_env (the engines' key is never a client key)"),
+        refused(withSection("server", "{\"ops_token_env\": \"VLLM_API_KEY\"}")
+                .put("engine", new JsonObject().put("engine_api_key_env", "VLLM_API_KEY")),
+            "server.ops_token_env", "server.ops_token_env: \"VLLM_API_KEY\" is not valid: expected a variable other than "
+                + "engine.engine_api_key_env (the engines' key is never a client key)"),
+        refused(withSection("server", "{\"api_key_env\": \"MY-KEYS\"}"), "server.api_key_env",
+            "server.api_key_env: \"MY-KEYS\" is not valid: expected \"\" or an environment variable name (letters, digits, _)"));
   }
 
   @ParameterizedTest
