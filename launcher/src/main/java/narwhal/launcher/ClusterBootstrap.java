@@ -2,6 +2,7 @@ package narwhal.launcher;
 
 import com.hazelcast.config.Config;
 import com.hazelcast.config.JoinConfig;
+import com.hazelcast.config.KubernetesConfig;
 import com.hazelcast.config.NetworkConfig;
 import com.hazelcast.config.XmlConfigBuilder;
 import io.vertx.core.Future;
@@ -27,7 +28,8 @@ import java.util.function.UnaryOperator;
 /**
  * How a process joins the router cluster (CONTRACT §5 {@code cluster.*}, §6.7): the Hazelcast config is
  * {@code conf/cluster.xml} (or the file named by {@value #CONFIG_PROPERTY}, or the copy bundled in the jar) with the
- * fleet file's {@code cluster.*} keys applied, the event bus binds {@code cluster.host} on a free port, with TLS
+ * fleet file's {@code cluster.*} keys applied, the event bus binds {@code cluster.host} on a free port (advertising
+ * {@code cluster.public_host} when set), with TLS
  * between replicas when {@code cluster.tls.enabled}. Router replicas join as full members (they hold partitions and
  * backups of the shared state); the admin command joins as a lite member, which holds none. With clustering off the
  * same call builds a plain Vert.x instance, so a single node runs the same code.
@@ -41,24 +43,40 @@ public final class ClusterBootstrap {
   private ClusterBootstrap() {
   }
 
-  /** The Hazelcast config: the base file with {@code cluster.name}, {@code members}, {@code port} and {@code host} applied. */
+  /**
+   * The Hazelcast config: the base file with {@code cluster.name}, {@code port}, {@code host}, {@code public_host} and
+   * the discovery applied: TCP-IP to {@code members}, or Hazelcast's Kubernetes discovery of the pods behind
+   * {@code cluster.kubernetes.service_name} (in {@code namespace}, on {@code cluster.port}). Multicast and
+   * auto-detection stay off, and only the chosen join is enabled.
+   */
   public static Config hazelcastConfig(ClusterConfig cluster, boolean liteMember) {
     Config config = baseConfig();
     config.setClusterName(cluster.name());
     config.setLiteMember(liteMember);
     NetworkConfig network = config.getNetworkConfig();
     network.setPort(cluster.port()).setPortAutoIncrement(true);
-    if (!isWildcard(cluster.host())) {
+    if (!ClusterConfig.isWildcard(cluster.host())) {
       config.setProperty("hazelcast.local.localAddress", cluster.host());
       network.getInterfaces().setEnabled(true).setInterfaces(List.of(cluster.host()));
     } else {
       config.getProperties().remove("hazelcast.local.localAddress");
       network.getInterfaces().setEnabled(false).clear();
     }
+    if (!cluster.publicHost().isEmpty()) network.setPublicAddress(cluster.publicHost());
     JoinConfig join = network.getJoin();
     join.getAutoDetectionConfig().setEnabled(false);
     join.getMulticastConfig().setEnabled(false);
-    join.getTcpIpConfig().setEnabled(true).setMembers(cluster.members());
+    boolean kubernetes = cluster.discovery() == ClusterConfig.Discovery.KUBERNETES;
+    join.getTcpIpConfig().setEnabled(!kubernetes);
+    if (kubernetes) {
+      KubernetesConfig k8s = join.getKubernetesConfig().setEnabled(true)
+          .setProperty("service-name", cluster.kubernetes().serviceName())
+          .setProperty("service-port", String.valueOf(cluster.port()));
+      if (!cluster.kubernetes().namespace().isEmpty()) k8s.setProperty("namespace", cluster.kubernetes().namespace());
+    } else {
+      join.getKubernetesConfig().setEnabled(false);
+      join.getTcpIpConfig().setMembers(cluster.members());
+    }
     return config;
   }
 
@@ -74,6 +92,7 @@ public final class ClusterBootstrap {
    */
   public static VertxOptions eventBus(VertxOptions options, ClusterConfig cluster, UnaryOperator<String> env) {
     EventBusOptions bus = options.getEventBusOptions().setHost(cluster.host()).setPort(0);
+    if (!cluster.publicHost().isEmpty()) bus.setClusterPublicHost(cluster.publicHost());
     ClusterConfig.Tls tls = cluster.tls();
     if (tls.enabled()) {
       String password = env.apply(tls.keyStorePasswordEnv());
@@ -105,10 +124,6 @@ public final class ClusterBootstrap {
     if (metrics != null) builder.withMetrics(metrics);
     if (manager == null) return Future.succeededFuture(builder.build());
     return builder.withClusterManager(manager).buildClustered();
-  }
-
-  private static boolean isWildcard(String host) {
-    return "0.0.0.0".equals(host) || "::".equals(host);
   }
 
   private static Config baseConfig() {

@@ -9,21 +9,53 @@ import java.util.Set;
 
 /**
  * Membership of the router cluster that shares breaker state (CONTRACT §6.7): whether replicas
- * cluster at all, the cluster name, the seed members ({@code host} or {@code host:port}), the
- * port and host this replica binds for cluster traffic (the event bus binds the same host), and
- * optional TLS for the event bus between replicas.
+ * cluster at all, the cluster name, how members find each other ({@code discovery}: the seed
+ * {@code members}, {@code host} or {@code host:port}, for {@code "tcp-ip"}; Hazelcast's own
+ * Kubernetes discovery of a service's pods for {@code "kubernetes"}), the port and host this
+ * replica binds for cluster traffic (the event bus binds the same host), the address it advertises
+ * to the others when the bound one is not reachable as such ({@code public_host}: 0.0.0.0, NAT;
+ * "" = {@code host}), and optional TLS for the event bus between replicas.
  */
-public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, Tls tls) {
+public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host,
+                            String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls) {
 
-  static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host", "tls");
+  static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host", "public_host", "discovery",
+      "kubernetes", "tls");
   private static final String MEMBERS_EXPECTATION = "a non-empty list of \"host\" or \"host:port\"";
+
+  /** How members find each other. */
+  public enum Discovery {
+    TCP_IP("tcp-ip"), KUBERNETES("kubernetes");
+
+    private final String wireName;
+
+    Discovery(String wireName) {
+      this.wireName = wireName;
+    }
+
+    public String wireName() {
+      return wireName;
+    }
+
+    static Discovery of(String wireName) {
+      return wireName.equals(KUBERNETES.wireName) ? KUBERNETES : TCP_IP;
+    }
+  }
 
   public ClusterConfig {
     members = List.copyOf(members);
+    Objects.requireNonNull(publicHost, "publicHost");
+    Objects.requireNonNull(discovery, "discovery");
+    Objects.requireNonNull(kubernetes, "kubernetes");
     Objects.requireNonNull(tls, "tls");
   }
 
-  /** A cluster without event-bus TLS. */
+  /** A TCP-IP cluster advertising its bind address. */
+  public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, Tls tls) {
+    this(enabled, name, members, port, host, "", Discovery.TCP_IP, Kubernetes.defaults(), tls);
+  }
+
+  /** A TCP-IP cluster advertising its bind address, without event-bus TLS. */
   public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host) {
     this(enabled, name, members, port, host, Tls.defaults());
   }
@@ -34,18 +66,35 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
 
   /** The same membership with clustering switched on (the {@code --cluster} flag). */
   public ClusterConfig enable() {
-    return new ClusterConfig(true, name, members, port, host, tls);
+    return new ClusterConfig(true, name, members, port, host, publicHost, discovery, kubernetes, tls);
+  }
+
+  /** The address other members and the event bus reach this replica at. */
+  public String advertisedHost() {
+    return publicHost.isEmpty() ? host : publicHost;
   }
 
   static ClusterConfig read(SectionReader r) {
     ClusterConfig d = defaults();
+    Discovery discovery = Discovery.of(r.oneOf("discovery", d.discovery().wireName(),
+        List.of(Discovery.TCP_IP.wireName(), Discovery.KUBERNETES.wireName())));
     return new ClusterConfig(
         r.bool("enabled", d.enabled()),
         r.nonEmptyString("name", d.name()),
         r.has("members") ? members(r) : d.members(),
         r.integer("port", d.port(), 1, 65535),
         r.nonEmptyString("host", d.host()),
+        r.text("public_host", d.publicHost(), h -> h.isEmpty() || (Addresses.isHostPort(h, false)
+            && !Addresses.isHostPort(h, true) && !isWildcard(h)), "\"\" or a host name or address without a port, "
+            + "not a wildcard"),
+        discovery,
+        Kubernetes.read(r.section("kubernetes", Kubernetes.KEYS), discovery == Discovery.KUBERNETES),
         Tls.read(r.section("tls", Tls.KEYS)));
+  }
+
+  /** 0.0.0.0 or ::, which bind every interface but reach no one. */
+  public static boolean isWildcard(String host) {
+    return "0.0.0.0".equals(host) || "::".equals(host) || "[::]".equals(host);
   }
 
   private static List<String> members(SectionReader r) {
@@ -72,7 +121,46 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         .put("members", new JsonArray(new ArrayList<>(members)))
         .put("port", port)
         .put("host", host)
+        .put("public_host", publicHost)
+        .put("discovery", discovery.wireName())
+        .put("kubernetes", kubernetes.toJson())
         .put("tls", tls.toJson());
+  }
+
+  /**
+   * Hazelcast's Kubernetes discovery ({@code cluster.kubernetes}, used when {@code discovery} is {@code "kubernetes"}):
+   * the members are the ready pods behind the service {@code service_name} in {@code namespace} ("" = the namespace
+   * of the pod the replica runs in), found through the Kubernetes API (the pod's service account needs to read
+   * endpoints).
+   */
+  public record Kubernetes(String serviceName, String namespace) {
+
+    static final Set<String> KEYS = Set.of("service_name", "namespace");
+    private static final String DNS_LABEL = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
+
+    public Kubernetes {
+      Objects.requireNonNull(serviceName, "serviceName");
+      Objects.requireNonNull(namespace, "namespace");
+    }
+
+    public static Kubernetes defaults() {
+      return new Kubernetes("", "");
+    }
+
+    static Kubernetes read(SectionReader r, boolean used) {
+      Kubernetes d = defaults();
+      String serviceName = r.text("service_name", used ? null : d.serviceName(),
+          name -> (!used && name.isEmpty()) || name.matches(DNS_LABEL),
+          used ? "the name of the Kubernetes service of the router pods (cluster.discovery is \"kubernetes\")"
+              : "\"\" or a Kubernetes service name");
+      String namespace = r.text("namespace", d.namespace(), ns -> ns.isEmpty() || ns.matches(DNS_LABEL),
+          "\"\" (the pod's own namespace) or a Kubernetes namespace name");
+      return new Kubernetes(serviceName, namespace);
+    }
+
+    public JsonObject toJson() {
+      return new JsonObject().put("service_name", serviceName).put("namespace", namespace);
+    }
   }
 
   /**

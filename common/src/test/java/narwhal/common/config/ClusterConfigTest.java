@@ -52,6 +52,36 @@ class ClusterConfigTest {
   }
 
   @Test
+  void publicHostDiscoveryAndKubernetesKeysAreValidated() {
+    ClusterConfig d = cluster("{}");
+    assertEquals("", d.publicHost());
+    assertEquals(ClusterConfig.Discovery.TCP_IP, d.discovery());
+    assertEquals(new ClusterConfig.Kubernetes("", ""), d.kubernetes());
+    refused("{\"public_host\": \"10.0.0.1:5701\"}", "cluster.public_host",
+        "cluster.public_host: \"10.0.0.1:5701\" is not valid: expected \"\" or a host name or address without a port, "
+            + "not a wildcard");
+    refused("{\"public_host\": \"0.0.0.0\"}", "cluster.public_host",
+        "cluster.public_host: \"0.0.0.0\" is not valid: expected \"\" or a host name or address without a port, "
+            + "not a wildcard");
+    refused("{\"discovery\": \"multicast\"}", "cluster.discovery",
+        "cluster.discovery: \"multicast\" is not valid: expected one of \"tcp-ip\", \"kubernetes\"");
+    refused("{\"discovery\": \"kubernetes\"}", "cluster.kubernetes.service_name",
+        "cluster.kubernetes.service_name: missing: expected the name of the Kubernetes service of the router pods "
+            + "(cluster.discovery is \"kubernetes\")");
+    refused("{\"discovery\": \"kubernetes\", \"kubernetes\": {\"service_name\": \"Routers!\"}}",
+        "cluster.kubernetes.service_name", "cluster.kubernetes.service_name: \"Routers!\" is not valid: expected the "
+            + "name of the Kubernetes service of the router pods (cluster.discovery is \"kubernetes\")");
+    refused("{\"kubernetes\": {\"namespace\": \"a_b\"}}", "cluster.kubernetes.namespace",
+        "cluster.kubernetes.namespace: \"a_b\" is not valid: expected \"\" (the pod's own namespace) or a Kubernetes "
+            + "namespace name");
+    refused("{\"kubernetes\": {\"service\": \"x\"}}", "cluster.kubernetes.service", "cluster.kubernetes.service: unknown key");
+    ClusterConfig k8s = cluster("{\"discovery\": \"kubernetes\", \"public_host\": \"routers-0.example\", "
+        + "\"kubernetes\": {\"service_name\": \"routers\", \"namespace\": \"prod\"}}");
+    assertEquals(k8s, NarwhalConfig.fromJson(withSection("cluster", k8s.toJson().encode())).cluster());
+    assertEquals("routers-0.example", k8s.advertisedHost());
+  }
+
+  @Test
   void tlsValuesAreValidated() {
     refused("{\"tls\": {\"enabled\": \"yes\"}}", "cluster.tls.enabled",
         "cluster.tls.enabled: \"yes\" is not valid: expected true or false");
