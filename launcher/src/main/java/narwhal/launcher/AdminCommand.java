@@ -13,13 +13,13 @@ import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
 import narwhal.common.config.NarwhalConfig;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -56,8 +56,8 @@ final class AdminCommand implements Callable<Integer> {
   @Option(names = "--seconds", description = "how long a quarantine lasts")
   Double seconds;
 
-  @Option(names = "--fleet", defaultValue = "conf/narwhal.json", description = "fleet file naming the cluster (default: ${DEFAULT-VALUE})")
-  Path fleet;
+  @Mixin
+  FleetFile fleetFile = new FleetFile();
 
   @Option(names = "--json", description = "print the reply as JSON")
   boolean json;
@@ -85,7 +85,7 @@ final class AdminCommand implements Callable<Integer> {
     NarwhalConfig config;
     try {
       args = args();
-      config = FleetFile.load(fleet);
+      config = fleetFile.load();
     } catch (CommandFailure e) {
       err.println("narwhal admin: " + e.getMessage());
       return 2;

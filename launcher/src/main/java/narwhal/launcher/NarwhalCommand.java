@@ -18,12 +18,17 @@ public final class NarwhalCommand implements Runnable {
   }
 
   public static void main(String[] args) {
-    CommandLine cli = new CommandLine(new NarwhalCommand());
+    System.exit(commandLine(new NarwhalCommand()).execute(args));
+  }
+
+  /** The command line of {@code command}: a {@link CommandFailure} prints "narwhal: message" and exits 2. */
+  static CommandLine commandLine(Object command) {
+    CommandLine cli = new CommandLine(command);
     cli.setExecutionExceptionHandler((ex, commandLine, parseResult) -> {
       if (!(ex instanceof CommandFailure)) throw ex;
       commandLine.getErr().println("narwhal: " + ex.getMessage());
       return 2;
     });
-    System.exit(cli.execute(args));
+    return cli;
   }
 }

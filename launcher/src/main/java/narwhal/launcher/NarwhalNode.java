@@ -11,6 +11,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.micrometer.MicrometerMetricsOptions;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
+import narwhal.common.config.ConfigOverrides;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.FleetFileWatcher;
 import narwhal.common.config.NarwhalConfig;
@@ -134,7 +135,12 @@ public final class NarwhalNode {
    * ({@link Addresses#CONFIG_REFUSED}). The {@code reload-config} admin command re-reads it on every replica.
    */
   public Future<Void> watch(java.nio.file.Path fleetFile) {
-    watcher = new FleetFileWatcher(vertx, fleetFile.toString(), config,
+    return watch(fleetFile, ConfigOverrides.none());
+  }
+
+  /** As {@link #watch(java.nio.file.Path)}, re-applying the start-time {@code overrides} to every text read. */
+  public Future<Void> watch(java.nio.file.Path fleetFile, ConfigOverrides overrides) {
+    watcher = new FleetFileWatcher(vertx, fleetFile.toString(), overrides, config,
         (previous, next) -> vertx.eventBus().publish(Addresses.CONFIG_CHANGED, next.toJson(), LOCAL),
         refused -> vertx.eventBus().publish(Addresses.CONFIG_REFUSED,
             new JsonObject().put("key", refused.key()).put("message", refused.getMessage()), LOCAL));

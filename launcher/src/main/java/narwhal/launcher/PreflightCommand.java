@@ -3,20 +3,19 @@ package narwhal.launcher;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.router.PreflightReport;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 
-import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /** {@code narwhal preflight}: checks the fleet as a router would at start, prints the table, exits 1 on failure. */
 @Command(name = "preflight", mixinStandardHelpOptions = true, description = "Check every engine and every producer→consumer pair.")
 final class PreflightCommand implements Callable<Integer> {
-  @Option(names = "--fleet", defaultValue = "conf/narwhal.json", description = "fleet file (default: ${DEFAULT-VALUE})")
-  Path fleet;
+  @Mixin
+  FleetFile fleetFile = new FleetFile();
 
   @Override
   public Integer call() {
-    NarwhalConfig config = FleetFile.load(fleet);
+    NarwhalConfig config = fleetFile.load();
     PreflightReport report = Blocking.await(NarwhalNode.preflight(config, line -> System.out.println("  " + line)));
     System.out.println(report.table());
     return report.passed() ? 0 : 1;

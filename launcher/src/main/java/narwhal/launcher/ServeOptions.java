@@ -1,14 +1,13 @@
 package narwhal.launcher;
 
 import narwhal.common.config.NarwhalConfig;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-
-import java.nio.file.Path;
 
 /** Options shared by the commands that start a router. */
 final class ServeOptions {
-  @Option(names = "--fleet", defaultValue = "conf/narwhal.json", description = "fleet file (default: ${DEFAULT-VALUE})")
-  Path fleet;
+  @Mixin
+  FleetFile fleetFile = new FleetFile();
 
   @Option(names = "--preflight", defaultValue = "strict",
       description = "strict: refuse to serve when preflight fails; warn: serve anyway; skip (default: ${DEFAULT-VALUE})")
@@ -18,9 +17,9 @@ final class ServeOptions {
       description = "join the router cluster named by the fleet file's cluster.* keys (as cluster.enabled: true)")
   boolean cluster;
 
-  /** The fleet file, with clustering switched on by {@code --cluster}. */
+  /** The fleet file with its overrides, and clustering switched on by {@code --cluster}. */
   NarwhalConfig config() {
-    NarwhalConfig c = FleetFile.load(fleet);
+    NarwhalConfig c = fleetFile.load();
     if (!cluster || c.cluster().enabled()) return c;
     return new NarwhalConfig(c.model(), c.engines(), c.engineContract(), c.server(), c.serving(), c.engine(), c.recovery(),
         c.cluster().enable(), c.admin(), c.journal(), c.sim());
@@ -29,7 +28,7 @@ final class ServeOptions {
   /** Starts a replica for the fleet file and watches the file for hot reload. */
   NarwhalNode start(NarwhalConfig config) {
     NarwhalNode node = Blocking.await(NarwhalNode.start(config, mode(), System.out::println));
-    Blocking.await(node.watch(fleet));
+    Blocking.await(node.watch(fleetFile.fleet, fleetFile.overrides()));
     return node;
   }
 

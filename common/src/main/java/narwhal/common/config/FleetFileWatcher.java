@@ -13,7 +13,8 @@ import java.util.logging.Logger;
  * Hot reload of the fleet file (CONTRACT §5): re-reads it every {@code periodMs} with Vert.x's async file system
  * (never on the event loop's time), and when its text changed, parses it whole. A valid file becomes the current
  * configuration and is handed to {@code onApplied(old, new)}; an invalid one is refused whole — the last good
- * configuration stays — and its {@link ConfigException} goes to {@code onRefused}.
+ * configuration stays — and its {@link ConfigException} goes to {@code onRefused}. The start-time overrides
+ * ({@link ConfigOverrides}) are applied to every text read, so a reload keeps them.
  */
 public final class FleetFileWatcher {
   private static final Logger LOG = Logger.getLogger(FleetFileWatcher.class.getName());
@@ -23,12 +24,19 @@ public final class FleetFileWatcher {
   private final AtomicReference<NarwhalConfig> current;
   private final BiConsumer<NarwhalConfig, NarwhalConfig> onApplied;
   private final Consumer<ConfigException> onRefused;
+  private final ConfigOverrides overrides;
   private String lastText;
   private long timer = -1;
   private boolean reading;
 
   public FleetFileWatcher(Vertx vertx, String path, AtomicReference<NarwhalConfig> current,
                           BiConsumer<NarwhalConfig, NarwhalConfig> onApplied, Consumer<ConfigException> onRefused) {
+    this(vertx, path, ConfigOverrides.none(), current, onApplied, onRefused);
+  }
+
+  public FleetFileWatcher(Vertx vertx, String path, ConfigOverrides overrides, AtomicReference<NarwhalConfig> current,
+                          BiConsumer<NarwhalConfig, NarwhalConfig> onApplied, Consumer<ConfigException> onRefused) {
+    this.overrides = overrides;
     this.vertx = vertx;
     this.path = path;
     this.current = current;
@@ -76,7 +84,7 @@ public final class FleetFileWatcher {
     lastText = text;
     NarwhalConfig next;
     try {
-      next = NarwhalConfig.parse(text);
+      next = overrides.parse(text);
     } catch (ConfigException e) {
       LOG.warning(() -> "fleet file " + path + " refused, keeping the last good configuration: " + e.getMessage());
       onRefused.accept(e);
