@@ -2,7 +2,10 @@ package narwhal.breaker;
 
 import io.vertx.core.json.JsonArray;
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.EngineStateEvent;
+import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.LegOutcome;
+import narwhal.common.bus.StateVersion;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.RecoveryConfig;
 import narwhal.common.fault.FailureClass;
@@ -271,7 +274,7 @@ public final class BreakerBook {
    */
   public Optional<BreakerAction.StateChange> applyRemote(EngineStateEvent event) {
     EngineRecord r = engines.get(event.iid());
-    if (r == null || !EngineStateEvent.newer(event.changedMs(), event.origin(), r.changedMs, r.changedBy)) {
+    if (r == null || !event.version().newerThan(new StateVersion(r.changedMs, r.changedBy))) {
       return Optional.empty();
     }
     EngineState from = r.state;
@@ -287,13 +290,18 @@ public final class BreakerBook {
   }
 
   /** Takes over the fleet hold another replica put or lifted, unless this book's version is newer; true if it changed. */
-  public boolean applyFleetHold(boolean held, long changedMs, String by) {
-    if (!EngineStateEvent.newer(changedMs, by, fleetHoldChangedMs, fleetHoldBy)) return false;
-    fleetHoldChangedMs = changedMs;
-    fleetHoldBy = by;
-    boolean changed = fleetHold != held;
-    fleetHold = held;
+  public boolean applyFleetHold(FleetHoldEvent event) {
+    if (!event.version().newerThan(new StateVersion(fleetHoldChangedMs, fleetHoldBy))) return false;
+    fleetHoldChangedMs = event.changedMs();
+    fleetHoldBy = event.origin();
+    boolean changed = fleetHold != event.held();
+    fleetHold = event.held();
     return changed;
+  }
+
+  /** The fleet hold with its version, as other replicas take it over. */
+  public FleetHoldEvent fleetHoldEvent() {
+    return new FleetHoldEvent(fleetHold, fleetHoldChangedMs, fleetHoldBy);
   }
 
   /** Takes over a cluster-wide streak value (another replica counted a failure or reset the class). */
@@ -306,15 +314,6 @@ public final class BreakerBook {
   public Optional<EngineStateEvent> stateEvent(String iid) {
     EngineRecord r = engines.get(iid);
     return r == null ? Optional.empty() : Optional.of(r.event());
-  }
-
-  /** The version of the fleet hold: ({@code changedMs}, {@code by}). */
-  public long fleetHoldChangedMs() {
-    return fleetHoldChangedMs;
-  }
-
-  public String fleetHoldBy() {
-    return fleetHoldBy;
   }
 
   /** A probe this book asked for is not run here (another replica holds the engine's probe lock). */

@@ -9,9 +9,12 @@ import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.Lock;
 import narwhal.common.auth.BearerKeys;
+import narwhal.common.bus.AdminCommand;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.Failures;
+import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.LegOutcome;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
@@ -34,15 +37,12 @@ import java.util.logging.Logger;
  * {@code narwhal.engine-state} shared map, which placement on every replica follows.
  *
  * <p>Cluster state (CONTRACT §6.7, {@link SharedBreakerState}): streaks are counted in shared counters and their changes
- * published on {@link #STREAK_CHANGED}; every replica's book takes over the states, streaks and fleet hold other
+ * published on {@link Addresses#STREAK_CHANGED}; every replica's book takes over the states, streaks and fleet hold other
  * replicas decide, from {@link Addresses#FLEET_CHANGED} as they happen, from the shared map at start (a replica that
  * joins late) and at each resync. A probe runs only under the engine's cluster-wide probe lock; a replica that cannot
  * take it skips the probe. Every replica ends a quarantine at the instant the quarantine carries.
  */
 public final class BreakerVerticle extends VerticleBase {
-  /** Publish, cluster-wide: one engine's streak of one class changed ({@code {"origin","iid","class","streak"}}). */
-  public static final String STREAK_CHANGED = "narwhal.breaker.streak";
-
   private static final Logger LOG = Logger.getLogger(BreakerVerticle.class.getName());
   private static final long MIN_RESYNC_MS = 1_000;
 
@@ -90,7 +90,7 @@ public final class BreakerVerticle extends VerticleBase {
           vertx.eventBus().localConsumer(Addresses.BREAKER_STATE, msg -> msg.reply(state())),
           vertx.eventBus().consumer(Addresses.ADMIN, this::admin),
           vertx.eventBus().consumer(Addresses.FLEET_CHANGED, msg -> applyShared(msg.body())),
-          vertx.eventBus().consumer(STREAK_CHANGED, msg -> streakChanged(msg.body())),
+          vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> streakChanged(msg.body())),
           vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured()));
       return Future.all(consumers.stream().map(MessageConsumer::completion).toList());
     }).compose(v -> resync()).onSuccess(v -> armTimers(cfg));
@@ -145,7 +145,7 @@ public final class BreakerVerticle extends VerticleBase {
       Integer was = before.getOrDefault(iid, Map.of()).get(c);
       if (was == null || was.intValue() == value) return;
       if (value == 0) shared.reset(iid, c);
-      vertx.eventBus().publish(STREAK_CHANGED, new JsonObject().put("origin", origin).put("iid", iid)
+      vertx.eventBus().publish(Addresses.STREAK_CHANGED, new JsonObject().put("origin", origin).put("iid", iid)
           .put("class", c.wireName()).put("streak", value));
     }));
     return apply(actions);
@@ -159,8 +159,7 @@ public final class BreakerVerticle extends VerticleBase {
       } else if (action instanceof BreakerAction.Probe probe) {
         runProbe(probe);
       } else if (action instanceof BreakerAction.FleetHold hold) {
-        JsonObject event = new JsonObject().put("fleet_hold", hold.held()).put("changed_ms", book.fleetHoldChangedMs())
-            .put("origin", book.fleetHoldBy());
+        JsonObject event = book.fleetHoldEvent().toJson();
         writes.add(shared.putFleetHold(event).otherwise(err -> warn("fleet hold", err))
             .onComplete(v -> vertx.eventBus().publish(Addresses.FLEET_CHANGED, event)));
       }
@@ -180,9 +179,7 @@ public final class BreakerVerticle extends VerticleBase {
     LOG.info(() -> "engine " + change.iid() + ": " + change.from().wireName() + " → " + change.to().wireName() + " (" + change.cause() + ")");
     journal(new JsonObject().put("event", "engine_state").put("iid", change.iid()).put("from", change.from().wireName())
         .put("to", change.to().wireName()).put("cause", change.cause()));
-    EngineStateEvent stored = book.stateEvent(change.iid()).orElseThrow();
-    EngineStateEvent event = new EngineStateEvent(stored.iid(), stored.state(), change.cause(), stored.untilMs(), stored.producer(),
-        stored.changedMs(), stored.origin());
+    EngineStateEvent event = book.stateEvent(change.iid()).orElseThrow().withCause(change.cause());
     if (change.to() == EngineState.QUARANTINED) scheduleExpiry(change.iid());
     DeliveryOptions delivery = new DeliveryOptions().setLocalOnly("quarantine_expired".equals(change.cause()));
     return shared.putState(event).otherwise(err -> warn("state of " + change.iid(), err))
@@ -199,11 +196,9 @@ public final class BreakerVerticle extends VerticleBase {
   /** Takes over a fleet-change event or shared-map entry, if it is newer than what this replica holds. */
   private void applyShared(JsonObject json) {
     if (json == null) return;
-    if (json.getValue("fleet_hold") instanceof Boolean held) {
-      if (json.getValue("changed_ms") instanceof Number changed && json.getValue("origin") instanceof String by
-          && book.applyFleetHold(held, changed.longValue(), by)) {
-        LOG.info(() -> "fleet hold " + (held ? "put" : "lifted") + " by " + by);
-      }
+    FleetHoldEvent hold = FleetHoldEvent.fromJson(json);
+    if (hold != null) {
+      if (book.applyFleetHold(hold)) LOG.info(() -> "fleet hold " + (hold.held() ? "put" : "lifted") + " by " + hold.origin());
       return;
     }
     EngineStateEvent event = EngineStateEvent.fromJson(json);
@@ -337,27 +332,32 @@ public final class BreakerVerticle extends VerticleBase {
 
   private void admin(Message<JsonObject> msg) {
     JsonObject body = msg.body() == null ? new JsonObject() : msg.body();
-    String command = body.getString("command", "");
+    String name = body.getString("command", "");
+    AdminCommand command = AdminCommand.parse(name).orElse(null);
     JsonObject args = body.getJsonObject("args", new JsonObject());
     String expected = adminToken();
     String given = msg.headers().get("token");
-    if (!"state".equals(command) && !BearerKeys.same(expected, given)) {
+    if ((command == null || command.needsToken()) && !BearerKeys.same(expected, given)) {
       metrics.adminRefused();
       msg.fail(Failures.UNAUTHORIZED, expected == null ? "admin commands other than state need a configured admin token"
           : "admin token missing or wrong");
       return;
     }
+    if (command == null) {
+      msg.fail(Failures.BAD_MESSAGE, "unknown admin command \"" + name + "\"");
+      return;
+    }
     try {
       String iid = args.getString("iid");
-      if (!List.of("state", "wave-restart", "reload-config").contains(command) && (iid == null || !book.knows(iid))) {
-        msg.fail(Failures.BAD_MESSAGE, command + ": unknown engine " + iid);
+      if (command.aboutEngine() && (iid == null || !book.knows(iid))) {
+        msg.fail(Failures.BAD_MESSAGE, name + ": unknown engine " + iid);
         return;
       }
       switch (command) {
-        case "state" -> msg.reply(state());
-        case "eject" -> replyAfter(msg, () -> book.eject(iid));
-        case "readmit" -> replyAfter(msg, () -> book.readmit(iid));
-        case "quarantine" -> {
+        case STATE -> msg.reply(state());
+        case EJECT -> replyAfter(msg, () -> book.eject(iid));
+        case READMIT -> replyAfter(msg, () -> book.readmit(iid));
+        case QUARANTINE -> {
           Object seconds = args.getValue("seconds");
           if (!(seconds instanceof Number n) || n.doubleValue() <= 0) {
             msg.fail(Failures.BAD_MESSAGE, "quarantine: seconds: " + seconds + " is not valid: expected a number > 0");
@@ -365,14 +365,13 @@ public final class BreakerVerticle extends VerticleBase {
           }
           replyAfter(msg, () -> book.quarantine(iid, n.doubleValue()));
         }
-        case "drain" -> replyAfter(msg, () -> book.drain(iid, true));
-        case "undrain" -> replyAfter(msg, () -> book.drain(iid, false));
-        case "wave-restart" -> waveRestart(msg);
-        case "reload-config" -> {
+        case DRAIN -> replyAfter(msg, () -> book.drain(iid, true));
+        case UNDRAIN -> replyAfter(msg, () -> book.drain(iid, false));
+        case WAVE_RESTART -> waveRestart(msg);
+        case RELOAD_CONFIG -> {
           vertx.eventBus().publish(Addresses.CONFIG_RELOAD, new JsonObject());
           msg.reply(new JsonObject().put("reload", "requested on every replica"));
         }
-        default -> msg.fail(Failures.BAD_MESSAGE, "unknown admin command \"" + command + "\"");
       }
     } catch (RuntimeException e) {
       msg.fail(Failures.BAD_MESSAGE, e.getMessage());

@@ -2,6 +2,7 @@ package narwhal.breaker;
 
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.fault.FailureClass;
 

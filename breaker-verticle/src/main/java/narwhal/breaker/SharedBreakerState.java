@@ -6,6 +6,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.Counter;
 import io.vertx.core.shareddata.Lock;
+import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.SharedState;
 import narwhal.common.fault.FailureClass;
 

@@ -2,6 +2,8 @@ package narwhal.breaker;
 
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.EngineStateEvent;
+import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.LegOutcome;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.RecoveryConfig;
@@ -287,7 +289,7 @@ class BreakerBookTest {
     now.addAndGet(5);
     b.readmit("D0");
     EngineStateEvent readmitted = b.stateEvent("D0").orElseThrow();
-    assertTrue(EngineStateEvent.newer(readmitted.changedMs(), readmitted.origin(), ejected.changedMs(), ejected.origin()));
+    assertTrue(readmitted.version().newerThan(ejected.version()));
 
     c.applyRemote(readmitted);
     assertTrue(c.applyRemote(ejected).isEmpty(), "an older version arriving late is ignored");
@@ -319,12 +321,12 @@ class BreakerBookTest {
   @Test
   void theFleetHoldTravelsWithItsVersion() {
     BreakerBook b = replica("b", "{}");
-    assertTrue(b.applyFleetHold(true, 2_000, "a"));
+    assertTrue(b.applyFleetHold(new FleetHoldEvent(true, 2_000, "a")));
     assertTrue(b.fleetHold());
     assertTrue(b.readmissionRound().isEmpty(), "no engine is readmitted alone while another replica holds the fleet");
-    assertFalse(b.applyFleetHold(false, 1_000, "c"), "an older lift is ignored");
+    assertFalse(b.applyFleetHold(new FleetHoldEvent(false, 1_000, "c")), "an older lift is ignored");
     assertTrue(b.fleetHold());
-    assertTrue(b.applyFleetHold(false, 3_000, "a"));
+    assertTrue(b.applyFleetHold(new FleetHoldEvent(false, 3_000, "a")));
     assertFalse(b.fleetHold());
   }
 

@@ -40,9 +40,7 @@ import java.util.logging.Logger;
     footer = {"", "Commands: state, eject IID, readmit IID, quarantine IID --seconds S, drain IID, undrain IID, "
         + "wave-restart, reload-config.", "Exit status: 0 done, 1 refused (e.g. 401 wrong token), 2 could not ask."})
 final class AdminCommand implements Callable<Integer> {
-  static final List<String> COMMANDS = List.of("state", "eject", "readmit", "quarantine", "drain", "undrain",
-      "wave-restart", "reload-config");
-  private static final List<String> NEED_IID = List.of("eject", "readmit", "quarantine", "drain", "undrain");
+  static final List<String> COMMANDS = narwhal.common.bus.AdminCommand.wireNames();
   /** Kept so the quieter levels set for the command line are not collected away. */
   private static final List<Logger> QUIETED = new ArrayList<>();
 
@@ -122,17 +120,16 @@ final class AdminCommand implements Callable<Integer> {
   }
 
   private JsonObject args() {
-    if (!COMMANDS.contains(command)) {
-      throw new CommandFailure("\"" + command + "\" is not a command: expected one of " + String.join(", ", COMMANDS));
-    }
+    narwhal.common.bus.AdminCommand parsed = narwhal.common.bus.AdminCommand.parse(command).orElseThrow(() ->
+        new CommandFailure("\"" + command + "\" is not a command: expected one of " + String.join(", ", COMMANDS)));
     JsonObject args = new JsonObject();
-    if (NEED_IID.contains(command)) {
+    if (parsed.aboutEngine()) {
       if (iid == null) throw new CommandFailure(command + " needs the engine's iid, e.g. narwhal admin " + command + " D0");
       args.put("iid", iid);
     } else if (iid != null) {
       throw new CommandFailure(command + " takes no engine (got " + iid + ")");
     }
-    if ("quarantine".equals(command)) {
+    if (parsed == narwhal.common.bus.AdminCommand.QUARANTINE) {
       if (seconds == null || !(seconds > 0) || seconds.isInfinite()) {
         throw new CommandFailure("quarantine needs --seconds S with S > 0");
       }

@@ -185,7 +185,7 @@ public final class NarwhalNode {
     long deadline = System.nanoTime() + config.get().serving().gracefulTimeoutMs() * 1_000_000;
     Promise<Void> stopped = Promise.promise();
     stopping = stopped.future();
-    vertx.eventBus().<JsonObject>request(PlacementVerticle.STOP, new JsonObject(), LOCAL)
+    vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STOP, new JsonObject(), LOCAL)
         .map(reply -> reply.body().getInteger("reservations", 0))
         .otherwise(0)
         .compose(inFlight -> {

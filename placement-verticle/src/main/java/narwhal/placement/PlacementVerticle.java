@@ -9,9 +9,12 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.Failures;
+import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.ReserveRequest;
 import narwhal.common.bus.SharedState;
+import narwhal.common.bus.StateVersion;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.common.fault.Phase;
@@ -29,33 +32,21 @@ import java.util.Set;
  * state) and again every resync interval (a missed message is repaired); of two versions of an engine's state
  * the newer ({@code changed_ms}, {@code origin}) wins. No network call sits on the request path.
  * In: {@link Addresses#PLACEMENT_RESERVE}, {@link Addresses#PLACEMENT_RELEASE}, {@link Addresses#PLACEMENT_STATE},
- * {@link Addresses#FLEET_CHANGED}, {@link #STOP}.
+ * {@link Addresses#FLEET_CHANGED}, {@link Addresses#PLACEMENT_STOP}.
  */
 public final class PlacementVerticle extends VerticleBase {
-  /**
-   * Request-reply, local: the replica is stopping. From then on readiness is false and a prefill is placed only for
-   * a request that already held a reservation (its retry), so new requests are refused with {@code NO_ENGINE} while
-   * in-flight ones finish. Replies {@code {"reservations": n}}.
-   */
-  public static final String STOP = "narwhal.placement.stop";
   static final long DEFAULT_RESYNC_MS = 1_000;
 
   private final PlacementTable table;
   private final long resyncMs;
-  /** The version of each engine's state and of the fleet hold last applied: key → {changed_ms, origin}. */
-  private final Map<String, Version> versions = new HashMap<>();
+  /** The version of each engine's state and of the fleet hold last applied. */
+  private final Map<String, StateVersion> versions = new HashMap<>();
   /** Reservation id → the request holding it, to know which requests are in flight when the replica stops. */
   private final Map<String, String> holders = new HashMap<>();
   private Set<String> admitted;
   private boolean fleetHold;
   private AsyncMap<String, String> shared;
   private long resyncTimer = -1;
-
-  private record Version(long changedMs, String origin) {
-    boolean olderThan(long ms, String by) {
-      return ms > changedMs || ms == changedMs && by.compareTo(origin) > 0;
-    }
-  }
 
   public PlacementVerticle(List<EngineConfig> engines) {
     this(engines, DEFAULT_RESYNC_MS);
@@ -73,7 +64,7 @@ public final class PlacementVerticle extends VerticleBase {
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RESERVE, this::reserve),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
-        vertx.eventBus().localConsumer(STOP, this::stop),
+        vertx.eventBus().localConsumer(Addresses.PLACEMENT_STOP, this::stop),
         vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(NarwhalConfig.fromJson(msg.body()))),
         vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
@@ -147,22 +138,16 @@ public final class PlacementVerticle extends VerticleBase {
   }
 
   private void apply(JsonObject body) {
-    if (body.getValue("fleet_hold") instanceof Boolean hold) {
-      if (current(SharedState.FLEET_HOLD_KEY, body)) fleetHold = hold;
-    }
-    if (body.getValue("iid") instanceof String iid && body.getValue("state") instanceof String state && current(iid, body)) {
-      table.setState(iid, EngineState.parse(state));
-    }
+    FleetHoldEvent hold = FleetHoldEvent.fromJson(body);
+    if (hold != null && current(SharedState.FLEET_HOLD_KEY, hold.version())) fleetHold = hold.held();
+    EngineStateEvent event = EngineStateEvent.fromJson(body);
+    if (event != null && current(event.iid(), event.version())) table.setState(event.iid(), event.state());
   }
 
-  /** Whether an event is newer than the version already applied under {@code key}; records its version. Unversioned events always apply. */
-  private boolean current(String key, JsonObject body) {
-    if (!(body.getValue("changed_ms") instanceof Number changed) || !(body.getValue("origin") instanceof String origin)) {
-      return true;
-    }
-    Version applied = versions.get(key);
-    if (applied != null && !applied.olderThan(changed.longValue(), origin)) return false;
-    versions.put(key, new Version(changed.longValue(), origin));
+  /** Whether a version is newer than the one already applied under {@code key}; records it if so. */
+  private boolean current(String key, StateVersion version) {
+    if (!version.newerThan(versions.getOrDefault(key, StateVersion.NONE))) return false;
+    versions.put(key, version);
     return true;
   }
 

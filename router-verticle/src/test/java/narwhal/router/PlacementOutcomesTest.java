@@ -1,6 +1,8 @@
 package narwhal.router;
 
 import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.EngineState;
+import narwhal.common.bus.EngineStateEvent;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -50,7 +52,8 @@ class PlacementOutcomesTest {
   @Test
   void noDecodeEngineIs503BeforeDispatchOrAfter() throws Exception {
     try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"))) {
-      h.vertx.eventBus().publish(narwhal.common.bus.Addresses.FLEET_CHANGED, new JsonObject().put("iid", "D0").put("state", "ejected"));
+      h.vertx.eventBus().publish(narwhal.common.bus.Addresses.FLEET_CHANGED,
+          new EngineStateEvent("D0", EngineState.EJECTED, "admin", 0, null, System.currentTimeMillis(), "test").toJson());
       RouterHarness.Reply afterDispatch = h.post("/v1/completions", DisaggregatedExecutionTest.completion(false));
       assertEquals(503, afterDispatch.status(), afterDispatch.body());
       assertEquals("1", afterDispatch.retryAfter());
@@ -58,7 +61,8 @@ class PlacementOutcomesTest {
       assertEquals("Engine capacity is unavailable", afterDispatch.error().getString("message"));
       assertEquals(503, h.get("/ready").status());
 
-      h.vertx.eventBus().publish(narwhal.common.bus.Addresses.FLEET_CHANGED, new JsonObject().put("iid", "P0").put("state", "ejected"));
+      h.vertx.eventBus().publish(narwhal.common.bus.Addresses.FLEET_CHANGED,
+          new EngineStateEvent("P0", EngineState.EJECTED, "admin", 0, null, System.currentTimeMillis(), "test").toJson());
       RouterHarness.Reply beforeDispatch = h.post("/v1/completions", DisaggregatedExecutionTest.completion(false));
       assertEquals(503, beforeDispatch.status());
       assertEquals("no_schedulable_engines", beforeDispatch.error().getString("type"));

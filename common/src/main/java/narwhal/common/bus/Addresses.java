@@ -1,6 +1,7 @@
 package narwhal.common.bus;
 
-/** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN} and {@link #FLEET_CHANGED} cross the cluster. */
+/** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN}, {@link #FLEET_CHANGED},
+ * {@link #STREAK_CHANGED} and {@link #CONFIG_RELOAD} cross the cluster. */
 public final class Addresses {
   /** Request-reply: a {@link ReserveRequest}, answered with a {@link Reservation} or a {@link Failures#NO_ENGINE} failure. */
   public static final String PLACEMENT_RESERVE = "narwhal.placement.reserve";
@@ -8,13 +9,21 @@ public final class Addresses {
   public static final String PLACEMENT_RELEASE = "narwhal.placement.release";
   /** Request-reply: a snapshot of engines, their states and reservations per phase. */
   public static final String PLACEMENT_STATE = "narwhal.placement.state";
+  /**
+   * Request-reply, local: the replica is stopping. From then on readiness is false and a prefill is placed only for
+   * a request that already held a reservation (its retry), so new requests are refused with {@code NO_ENGINE} while
+   * in-flight ones finish. Replies {@code {"reservations": n}}.
+   */
+  public static final String PLACEMENT_STOP = "narwhal.placement.stop";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
+  /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */
+  public static final String STREAK_CHANGED = "narwhal.breaker.streak";
   /** Request-reply: the breaker's view: each engine's state, cause and streaks per class, and the fleet hold. */
   public static final String BREAKER_STATE = "narwhal.breaker.state";
   /**
-   * Cluster publish: an engine's placement state changed (the versioned event of {@link SharedState}), or the fleet
-   * hold did ({@code {"fleet_hold", "changed_ms", "origin"}}).
+   * Cluster publish: an engine's placement state changed (an {@link EngineStateEvent}), or the fleet hold did
+   * (a {@link FleetHoldEvent}).
    */
   public static final String FLEET_CHANGED = "narwhal.fleet.changed";
   /** Fire-and-forget: a non-request row for the journal (engine state changes, probes), written by the router's journal. */
@@ -25,7 +34,7 @@ public final class Addresses {
   public static final String CONFIG_REFUSED = "narwhal.config.refused";
   /** Cluster publish: every replica re-reads its fleet file now (the {@code reload-config} admin command). */
   public static final String CONFIG_RELOAD = "narwhal.config.reload";
-  /** Request-reply admin commands (CONTRACT §8.1). */
+  /** Request-reply admin commands (CONTRACT §8.1): an {@link AdminCommand}. */
   public static final String ADMIN = "narwhal.admin";
 
   private Addresses() {

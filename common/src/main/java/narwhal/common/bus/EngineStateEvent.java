@@ -1,18 +1,25 @@
-package narwhal.breaker;
+package narwhal.common.bus;
 
 import io.vertx.core.json.JsonObject;
-import narwhal.common.bus.EngineState;
 
 /**
- * One engine's breaker state as it crosses the cluster (CONTRACT §6.7): published on {@code narwhal.fleet.changed} and
- * kept as JSON text in the {@code narwhal.engine-state} shared map. Besides {@code iid}, {@code state} and {@code cause},
- * which placement reads, it carries what another replica's breaker needs to take the state over: the quarantine's end
- * ({@code until_ms}, wall-clock epoch ms, so every replica ends it at the same instant), the producer an inference probe
- * must use, and a version ({@code changed_ms}, {@code origin}) so a replica keeps the newest of two versions whatever
- * order they arrive in.
+ * One engine's breaker state as it crosses the cluster (CONTRACT §6.7): published on {@link Addresses#FLEET_CHANGED}
+ * and kept as JSON text in the {@link SharedState#ENGINE_STATE_MAP} shared map. Besides {@code iid}, {@code state} and
+ * {@code cause}, which placement reads, it carries what another replica's breaker needs to take the state over: the
+ * quarantine's end ({@code until_ms}, wall-clock epoch ms, so every replica ends it at the same instant), the producer an
+ * inference probe must use, and its {@link StateVersion} ({@code changed_ms}, {@code origin}).
  */
 public record EngineStateEvent(String iid, EngineState state, String cause, long untilMs, String producer, long changedMs,
                                String origin) {
+
+  public StateVersion version() {
+    return new StateVersion(changedMs, origin);
+  }
+
+  /** The same state with another cause (the cause of the change being published, rather than the one stored). */
+  public EngineStateEvent withCause(String newCause) {
+    return new EngineStateEvent(iid, state, newCause, untilMs, producer, changedMs, origin);
+  }
 
   public JsonObject toJson() {
     JsonObject json = new JsonObject().put("iid", iid).put("state", state.wireName()).put("cause", cause);
@@ -23,17 +30,12 @@ public record EngineStateEvent(String iid, EngineState state, String cause, long
 
   /** Parses an event; null when it is not a versioned engine state (a fleet-hold event, or one without an origin). */
   public static EngineStateEvent fromJson(JsonObject json) {
-    if (!(json.getValue("iid") instanceof String iid) || !(json.getValue("state") instanceof String state)
+    if (json == null || !(json.getValue("iid") instanceof String iid) || !(json.getValue("state") instanceof String state)
         || !(json.getValue("origin") instanceof String origin) || !(json.getValue("changed_ms") instanceof Number changed)) {
       return null;
     }
     Number until = json.getValue("until_ms") instanceof Number n ? n : 0;
     return new EngineStateEvent(iid, EngineState.parse(state), json.getString("cause"), until.longValue(),
         json.getString("producer"), changed.longValue(), origin);
-  }
-
-  /** Whether a version stamped ({@code changedMs}, {@code origin}) is newer than ({@code thanMs}, {@code thanOrigin}). */
-  public static boolean newer(long changedMs, String origin, long thanMs, String thanOrigin) {
-    return changedMs > thanMs || changedMs == thanMs && origin.compareTo(thanOrigin) > 0;
   }
 }
