@@ -17,6 +17,7 @@ import narwhal.common.config.FleetFileWatcher;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.breaker.BreakerVerticle;
 import narwhal.placement.PlacementVerticle;
+import narwhal.common.config.ServingConfig;
 import narwhal.router.EngineFacts;
 import narwhal.router.GuardedMetricsFactory;
 import narwhal.router.Preflight;
@@ -27,6 +28,7 @@ import narwhal.sim.SimEngineOptions;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
@@ -39,7 +41,6 @@ import java.util.function.UnaryOperator;
  */
 public final class NarwhalNode {
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
-  private static final long DRAIN_POLL_MS = 50;
 
   private final Vertx vertx;
   private final PrometheusMeterRegistry registry;
@@ -176,25 +177,32 @@ public final class NarwhalNode {
   }
 
   /**
-   * Graceful stop (SIGTERM): placement stops taking new requests and readiness turns false, in-flight requests finish
-   * (their reservations are released) for up to {@code serving.graceful_timeout_s}, then the router closes, flushing the
-   * journal, and the replica leaves the cluster. Idempotent.
+   * When a wait of the stop sequence is over: {@code key} is the config key that sets it, {@code ms} its value. The
+   * replica uses Vert.x timers; tests end the waits themselves.
    */
-  public synchronized Future<Void> shutdown(Consumer<String> out) {
+  interface StopClock {
+    Future<Void> after(String key, long ms);
+  }
+
+  /**
+   * Graceful stop (SIGTERM), CONTRACT §5: readiness turns false at once (draining) while new requests are still
+   * served for {@code serving.drain_delay_s}, so a load balancer's health check takes the replica out first; then new
+   * requests are refused with 503 {@code shutting_down} and those in flight (counted by the router from admission to
+   * their terminal outcome, not by their reservations) finish for up to {@code serving.graceful_timeout_s}; then the
+   * router closes, flushing the journal, and the replica leaves the cluster. Engine and breaker state are not touched.
+   * Idempotent.
+   */
+  public Future<Void> shutdown(Consumer<String> out) {
+    return shutdown(out, (key, ms) -> vertx.timer(ms, TimeUnit.MILLISECONDS).mapEmpty());
+  }
+
+  synchronized Future<Void> shutdown(Consumer<String> out, StopClock clock) {
     if (stopping != null) return stopping;
-    long deadline = System.nanoTime() + config.get().serving().gracefulTimeoutMs() * 1_000_000;
     Promise<Void> stopped = Promise.promise();
     stopping = stopped.future();
-    vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STOP, new JsonObject(), LOCAL)
-        .map(reply -> reply.body().getInteger("reservations", 0))
-        .otherwise(0)
-        .compose(inFlight -> {
-          if (inFlight > 0) {
-            out.accept("narwhal: stopping; waiting up to " + config.get().serving().gracefulTimeoutS() + " s for "
-                + inFlight + " in-flight request(s)");
-          }
-          return drained(deadline);
-        })
+    ServingConfig serving = config.get().serving();
+    Future<Integer> waited = router == null ? Future.succeededFuture(0) : drainThenRefuse(out, clock, serving);
+    waited
         .compose(left -> {
           if (left > 0) out.accept("narwhal: graceful timeout: " + left + " request(s) still in flight are cut");
           return routerDeployment == null ? Future.<Void>succeededFuture() : vertx.undeploy(routerDeployment);
@@ -205,17 +213,22 @@ public final class NarwhalNode {
     return stopping;
   }
 
-  /** Completes with 0 once placement holds no reservation, or with the number left at the deadline. */
-  private Future<Integer> drained(long deadlineNanos) {
-    return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(), LOCAL)
-        .map(reply -> reply.body().getInteger("reservations", 0))
-        .otherwise(0)
-        .compose(left -> {
-          if (left == 0 || System.nanoTime() >= deadlineNanos) return Future.succeededFuture(left);
-          Promise<Void> later = Promise.promise();
-          vertx.setTimer(DRAIN_POLL_MS, t -> later.complete());
-          return later.future().compose(v -> drained(deadlineNanos));
-        });
+  /** Draining, then refusing; completes with the number of requests still in flight when the graceful timeout ended. */
+  private Future<Integer> drainThenRefuse(Consumer<String> out, StopClock clock, ServingConfig serving) {
+    router.drain();
+    Future<Void> delay = Future.succeededFuture();
+    if (serving.drainDelayMs() > 0) {
+      out.accept("narwhal: draining: /ready answers 503; new requests are still served for " + serving.drainDelayS() + " s");
+      delay = clock.after("serving.drain_delay_s", serving.drainDelayMs());
+    }
+    return delay.compose(v -> {
+      int inFlight = router.refuseNew();
+      out.accept("narwhal: stopping: new requests are refused (503 shutting_down)" + (inFlight == 0 ? ""
+          : "; waiting up to " + serving.gracefulTimeoutS() + " s for " + inFlight + " in-flight request(s)"));
+      if (inFlight == 0) return Future.succeededFuture(0);
+      Future<Void> grace = clock.after("serving.graceful_timeout_s", serving.gracefulTimeoutMs());
+      return Future.any(router.idle(), grace).map(x -> router.inFlight());
+    });
   }
 
   /**

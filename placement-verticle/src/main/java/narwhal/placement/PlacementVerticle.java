@@ -17,7 +17,6 @@ import narwhal.common.bus.SharedState;
 import narwhal.common.bus.StateVersion;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
-import narwhal.common.fault.Phase;
 
 import java.util.HashMap;
 import java.util.HashSet;
@@ -32,7 +31,8 @@ import java.util.Set;
  * state) and again every resync interval (a missed message is repaired); of two versions of an engine's state
  * the newer ({@code changed_ms}, {@code origin}) wins. No network call sits on the request path.
  * In: {@link Addresses#PLACEMENT_RESERVE}, {@link Addresses#PLACEMENT_RELEASE}, {@link Addresses#PLACEMENT_STATE},
- * {@link Addresses#FLEET_CHANGED}, {@link Addresses#PLACEMENT_STOP}.
+ * {@link Addresses#FLEET_CHANGED}. A stopping replica's refusals and readiness are the router's ({@code Admission}):
+ * placement keeps placing the legs of the requests in flight until the router is gone.
  */
 public final class PlacementVerticle extends VerticleBase {
   static final long DEFAULT_RESYNC_MS = 1_000;
@@ -41,9 +41,6 @@ public final class PlacementVerticle extends VerticleBase {
   private final long resyncMs;
   /** The version of each engine's state and of the fleet hold last applied. */
   private final Map<String, StateVersion> versions = new HashMap<>();
-  /** Reservation id → the request holding it, to know which requests are in flight when the replica stops. */
-  private final Map<String, String> holders = new HashMap<>();
-  private Set<String> admitted;
   private boolean fleetHold;
   private AsyncMap<String, String> shared;
   private long resyncTimer = -1;
@@ -62,9 +59,8 @@ public final class PlacementVerticle extends VerticleBase {
   public Future<?> start() {
     List<MessageConsumer<JsonObject>> consumers = List.of(
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RESERVE, this::reserve),
-        vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> release(msg.body().getString("id"))),
+        vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> table.release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
-        vertx.eventBus().localConsumer(Addresses.PLACEMENT_STOP, this::stop),
         vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(NarwhalConfig.fromJson(msg.body()))),
         vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
@@ -86,16 +82,6 @@ public final class PlacementVerticle extends VerticleBase {
     return shared.entries()
         .onSuccess(entries -> entries.values().forEach(text -> apply(new JsonObject(text))))
         .mapEmpty();
-  }
-
-  private void stop(Message<JsonObject> msg) {
-    if (admitted == null) admitted = new HashSet<>(holders.values());
-    msg.reply(new JsonObject().put("reservations", table.totalReservations()));
-  }
-
-  private void release(String id) {
-    holders.remove(id);
-    table.release(id);
   }
 
   /**
@@ -121,15 +107,8 @@ public final class PlacementVerticle extends VerticleBase {
       msg.fail(Failures.FLEET_HOLD, "FLEET_HOLD: the fleet is held for a whole-wave restart");
       return;
     }
-    if (admitted != null && request.phase() == Phase.PREFILL && !admitted.contains(request.rid())) {
-      msg.fail(Failures.NO_ENGINE, "NO_ENGINE: this router replica is stopping");
-      return;
-    }
     table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid()).ifPresentOrElse(
-        reservation -> {
-          holders.put(reservation.id(), request.rid());
-          msg.reply(reservation.toJson());
-        },
+        reservation -> msg.reply(reservation.toJson()),
         () -> msg.fail(Failures.NO_ENGINE, "NO_ENGINE: no engine can take the " + request.phase().wireName() + " phase"));
   }
 
@@ -158,7 +137,6 @@ public final class PlacementVerticle extends VerticleBase {
           .put("reservations", new JsonObject().put("prefill", e.prefillReserved()).put("decode", e.decodeReserved())));
     }
     JsonObject snapshot = new JsonObject().put("engines", engines).put("reservations", table.totalReservations());
-    if (admitted != null) return snapshot.put("ready", false).put("reason", "this router replica is stopping");
     if (fleetHold) return snapshot.put("ready", false).put("reason", "the fleet is held for a whole-wave restart");
     table.unplaceablePhase().ifPresentOrElse(
         phase -> snapshot.put("ready", false).put("reason", "no serving engine can take the " + phase + " phase"),

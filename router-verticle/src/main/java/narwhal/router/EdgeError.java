@@ -43,6 +43,15 @@ public record EdgeError(int status, String type, String message, String param, O
         null, null, "no_engine", true);
   }
 
+  /**
+   * The replica is stopping (after SIGTERM and {@code serving.drain_delay_s}): nothing was processed, so another replica
+   * may take the request. Sent with {@code Connection: close} so the client's next request opens a new connection.
+   */
+  public static EdgeError shuttingDown() {
+    return new EdgeError(503, "shutting_down", "this router replica is shutting down; retry on another replica", null, null,
+        "shutting_down", true);
+  }
+
   public static EdgeError standby() {
     return new EdgeError(503, "standby", "the fleet is held for a whole-wave restart", null, null, "fleet_hold", true);
   }

@@ -16,8 +16,9 @@ import java.util.Optional;
 
 /**
  * The edge of {@code /v1/completions} and {@code /v1/chat/completions}: parses and validates the body, enforces
- * the replica's in-flight limit (one count across endpoints and event loops), then hands the request to its
- * {@link RequestLifecycle}. Refusals here are journalled as {@code invalid} or {@code rejected}.
+ * the replica's {@link Admission} (the in-flight limit, one count across endpoints and event loops; a stopping
+ * replica's refusal), then hands the request to its {@link RequestLifecycle}, which reports its end to the admission.
+ * Refusals here are journalled as {@code invalid} or {@code rejected}.
  */
 final class InferenceHandler implements Handler<RoutingContext> {
   private final RouterContext ctx;
@@ -51,16 +52,23 @@ final class InferenceHandler implements Handler<RoutingContext> {
       EdgeRefusal.refuse(ctx, rc, invalid.get(), "invalid");
       return;
     }
-    int limit = cfg.serving().maxConnections();
-    if (ctx.inFlight().getAndUpdate(n -> n < limit ? n + 1 : n) >= limit) {
-      EdgeRefusal.refuse(ctx, rc, EdgeError.overloaded(), "rejected");
-      return;
+    switch (ctx.admission().admit(cfg.serving().maxConnections())) {
+      case OVERLOADED -> {
+        EdgeRefusal.refuse(ctx, rc, EdgeError.overloaded(), "rejected");
+        return;
+      }
+      case SHUTTING_DOWN -> {
+        rc.response().putHeader("connection", "close");
+        EdgeRefusal.refuse(ctx, rc, EdgeError.shuttingDown(), "rejected");
+        return;
+      }
+      case ADMITTED -> { }
     }
     body.remove("kv_transfer_params");
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos);
     ClientSink sink = stream ? new SseRelay(rc.response()) : new JsonAssembler(rc.response(), chat, rid, cfg.model());
-    new RequestLifecycle(ctx, request, sink, ctx.inFlight()::decrementAndGet).start();
+    new RequestLifecycle(ctx, request, sink, ctx.admission()::finished).start();
   }
 
   /** The body as a JSON object: strictly UTF-8 (no overlong forms, no encoded surrogates), an object at the top. */

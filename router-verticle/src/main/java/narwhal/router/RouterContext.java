@@ -4,16 +4,15 @@ import io.vertx.core.Vertx;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.engines.client.EngineClient;
 
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.DoubleSupplier;
 import java.util.function.Supplier;
 
 /**
  * What every request lifecycle of one router instance (event loop) shares: the current configuration, its engine
  * client and placement client, and the replica's retry budget, attested engine facts, journal, metrics, in-flight
- * count and the jitter source.
+ * admission (in-flight count, stop sequence) and the jitter source.
  */
 record RouterContext(Vertx vertx, Supplier<NarwhalConfig> config, EngineClient engines, PlacementClient placement,
                      RetryBudget retryBudget, EngineFacts facts, Journal journal, RouterMetrics metrics,
-                     DoubleSupplier jitter, AtomicInteger inFlight) {
+                     DoubleSupplier jitter, Admission admission) {
 }

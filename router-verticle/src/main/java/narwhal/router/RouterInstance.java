@@ -36,6 +36,7 @@ final class RouterInstance extends VerticleBase {
   /** Routing-context keys: the router's request id, and the timer bounding how long the body may take to arrive. */
   static final String RID = "narwhal.rid";
   private static final String RECEIVE_TIMER = "narwhal.receive.timer";
+  static final String DRAINING = "draining: this router replica is stopping";
 
   private final RouterVerticle.Shared shared;
   private final Supplier<NarwhalConfig> config;
@@ -58,17 +59,21 @@ final class RouterInstance extends VerticleBase {
     engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
         cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, Access.engineKey(cfg, shared.env())));
     ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, shared.metrics()), shared.retryBudget(),
-        shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.inFlight());
+        shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.admission());
     return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
             .setHttp2ClearTextEnabled(false))
         .connectionHandler(this::connected).invalidRequestHandler(this::malformed).requestHandler(router(cfg)).listen()
         .onSuccess(s -> server = s);
   }
 
+  /**
+   * Stops listening and lets requests in flight finish for up to {@code serving.graceful_timeout_s}; a replica whose stop
+   * sequence already waited for them ({@link RouterVerticle#refuseNew}) closes what is left at once.
+   */
   @Override
   public Future<?> stop() {
-    Future<Void> closed = server == null ? Future.succeededFuture()
-        : server.shutdown(config.get().serving().gracefulTimeoutMs(), TimeUnit.MILLISECONDS);
+    long graceMs = shared.admission().closed() ? 0 : config.get().serving().gracefulTimeoutMs();
+    Future<Void> closed = server == null ? Future.succeededFuture() : server.shutdown(graceMs, TimeUnit.MILLISECONDS);
     return closed.compose(v -> engines == null ? Future.succeededFuture() : engines.close());
   }
 
@@ -204,7 +209,13 @@ final class RouterInstance extends VerticleBase {
         .put("object", "model").put("created", 0).put("owned_by", "narwhal").put("root", model).put("parent", (Object) null))));
   }
 
+  /** Readiness: false at once when the replica drains (it still serves), else what placement says. */
   private void ready(RoutingContext rc) {
+    if (shared.admission().draining()) {
+      rc.response().setStatusCode(503).putHeader("content-type", "application/json")
+          .end(new JsonObject().put("ready", false).put("reason", DRAINING).encode());
+      return;
+    }
     ctx.placement().state().onComplete(ar -> {
       boolean ready = ar.succeeded() && ar.result().getBoolean("ready", false);
       String reason = ar.succeeded() ? ar.result().getString("reason") : "placement is not answering";
@@ -234,7 +245,8 @@ final class RouterInstance extends VerticleBase {
                 .put("last_probe", e.getString("last_probe")));
       }
       rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
-          .put("ready", p.getBoolean("ready", false)).put("fleet_hold", b.getBoolean("fleet_hold", false))
+          .put("ready", p.getBoolean("ready", false) && !shared.admission().draining())
+          .put("draining", shared.admission().draining()).put("in_flight", shared.admission().inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
           .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
     });

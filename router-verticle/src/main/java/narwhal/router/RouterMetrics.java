@@ -24,7 +24,7 @@ import java.util.function.Supplier;
  */
 public final class RouterMetrics {
   private static final List<String> EXPIRY_REASONS = List.of("request_deadline", FaultKind.HANDOFF_EXPIRED.reason());
-  private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "no_engine", "fleet_hold");
+  private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "no_engine", "fleet_hold", "shutting_down");
 
   private final MeterRegistry registry;
   private final Counter offered;

@@ -17,8 +17,8 @@ import java.util.function.UnaryOperator;
 import java.util.logging.Logger;
 
 /**
- * The router of one replica: owns what is per replica (the journal, the retry budget, the in-flight count,
- * metrics, reload handling) and serves HTTP from {@code server.event_loops} {@link RouterInstance}s, child
+ * The router of one replica: owns what is per replica (the journal, the retry budget, the admission of requests
+ * with its in-flight count and stop sequence, metrics, reload handling) and serves HTTP from {@code server.event_loops} {@link RouterInstance}s, child
  * deployments that share one port, so a replica uses that many cores. Undeploying it stops the instances
  * (gracefully, see {@link RouterInstance#stop}) before the journal is flushed and closed.
  */
@@ -28,7 +28,7 @@ public final class RouterVerticle extends VerticleBase {
 
   /** What the instances of one replica share; every part is thread-safe. */
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
-                Journal journal, RetryBudget retryBudget, AtomicInteger inFlight, Supplier<List<String>> members,
+                Journal journal, RetryBudget retryBudget, Admission admission, Supplier<List<String>> members,
                 UnaryOperator<String> env, AtomicReference<Access> access) {
   }
 
@@ -38,6 +38,7 @@ public final class RouterVerticle extends VerticleBase {
   private final int portOverride;
   private final Supplier<List<String>> members;
   private final UnaryOperator<String> env;
+  private final Admission admission = new Admission();
   private Shared shared;
   private volatile RouterInstance first;
 
@@ -76,7 +77,7 @@ public final class RouterVerticle extends VerticleBase {
     }
     return Journal.open(vertx, cfg.journal()).compose(journal -> {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
-      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, new AtomicInteger(), members, env, access);
+      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> metrics.configReload(false));
@@ -114,6 +115,32 @@ public final class RouterVerticle extends VerticleBase {
     } catch (ConfigException e) {
       LOG.warning(() -> "reloaded fleet file: keeping the previous client keys and ops token: " + e.getMessage());
     }
+  }
+
+  /**
+   * First step of a graceful stop: {@code /ready} answers 503 (draining) so a load balancer takes the replica out,
+   * while new requests are still served.
+   */
+  public void drain() {
+    admission.drain();
+  }
+
+  /**
+   * Second step: new requests are refused with 503 {@code shutting_down} from now on. Returns the number of requests
+   * in flight; {@link #idle} completes when they have all ended.
+   */
+  public int refuseNew() {
+    return admission.close();
+  }
+
+  /** Completes once new requests are refused and none is in flight. */
+  public Future<Void> idle() {
+    return admission.idle();
+  }
+
+  /** Requests admitted and not yet ended (each counted from admission to its terminal outcome). */
+  public int inFlight() {
+    return admission.inFlight();
   }
 
   /** The port the router listens on. */

@@ -9,12 +9,6 @@ public final class Addresses {
   public static final String PLACEMENT_RELEASE = "narwhal.placement.release";
   /** Request-reply: a snapshot of engines, their states and reservations per phase. */
   public static final String PLACEMENT_STATE = "narwhal.placement.state";
-  /**
-   * Request-reply, local: the replica is stopping. From then on readiness is false and a prefill is placed only for
-   * a request that already held a reservation (its retry), so new requests are refused with {@code NO_ENGINE} while
-   * in-flight ones finish. Replies {@code {"reservations": n}}.
-   */
-  public static final String PLACEMENT_STOP = "narwhal.placement.stop";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */

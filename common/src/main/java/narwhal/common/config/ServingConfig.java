@@ -6,7 +6,8 @@ import java.util.Set;
 /**
  * Limits and retry policy for client requests: connection and body caps, the whole-request and
  * prefill-leg deadlines, retry attempts with capped exponential backoff drawn from a replenishing
- * retry budget, and how long a shutdown waits for in-flight requests.
+ * retry budget, and the stop sequence: how long a stopping replica keeps serving after its readiness turned false
+ * (so the load balancer takes it out first), then how long it waits for in-flight requests.
  */
 public record ServingConfig(
     int maxConnections,
@@ -20,18 +21,21 @@ public record ServingConfig(
     int retryBudget,
     double retryReplenish,
     double gracefulTimeoutS,
-    double receiveTimeoutS) {
+    double receiveTimeoutS,
+    double drainDelayS) {
 
   static final Set<String> KEYS = Set.of("max_connections", "max_request_bytes", "max_response_bytes",
       "request_timeout_s", "prefill_timeout_s", "max_attempts", "retry_base_s", "retry_cap_s",
-      "retry_budget", "retry_replenish", "graceful_timeout_s", "receive_timeout_s");
+      "retry_budget", "retry_replenish", "graceful_timeout_s", "receive_timeout_s", "drain_delay_s");
 
   /**
    * {@code receive_timeout_s} (ours, beyond CONTRACT §5; default 10): how long a client may take to send a request's
    * headers and body; a slower sender gets 408 (or, still in its headers, a closed connection).
+   * {@code drain_delay_s} (default 5, 0 = refuse at once): after SIGTERM, {@code /ready} answers 503 at once but new
+   * requests are still served this long; then they are refused with 503 {@code shutting_down}.
    */
   public static ServingConfig defaults() {
-    return new ServingConfig(768, 4_194_304, 16_777_216, 600, 120, 1, 0.1, 1.0, 10, 0.1, 30, 10);
+    return new ServingConfig(768, 4_194_304, 16_777_216, 600, 120, 1, 0.1, 1.0, 10, 0.1, 30, 10, 5);
   }
 
   static ServingConfig read(SectionReader r) {
@@ -52,9 +56,10 @@ public record ServingConfig(
         "a number from 0 to 1");
     double gracefulTimeoutS = r.nonNegative("graceful_timeout_s", d.gracefulTimeoutS());
     double receiveTimeoutS = r.positive("receive_timeout_s", d.receiveTimeoutS());
+    double drainDelayS = r.nonNegative("drain_delay_s", d.drainDelayS());
     return new ServingConfig(maxConnections, maxRequestBytes, maxResponseBytes, requestTimeoutS,
         prefillTimeoutS, maxAttempts, retryBaseS, retryCapS, retryBudget, retryReplenish,
-        gracefulTimeoutS, receiveTimeoutS);
+        gracefulTimeoutS, receiveTimeoutS, drainDelayS);
   }
 
   public long requestTimeoutMs() {
@@ -81,6 +86,10 @@ public record ServingConfig(
     return Seconds.toMillis(gracefulTimeoutS);
   }
 
+  public long drainDelayMs() {
+    return Seconds.toMillis(drainDelayS);
+  }
+
   public JsonObject toJson() {
     return new JsonObject()
         .put("max_connections", maxConnections)
@@ -94,6 +103,7 @@ public record ServingConfig(
         .put("retry_budget", retryBudget)
         .put("retry_replenish", retryReplenish)
         .put("graceful_timeout_s", Seconds.toJson(gracefulTimeoutS))
-        .put("receive_timeout_s", Seconds.toJson(receiveTimeoutS));
+        .put("receive_timeout_s", Seconds.toJson(receiveTimeoutS))
+        .put("drain_delay_s", Seconds.toJson(drainDelayS));
   }
 }

@@ -50,6 +50,7 @@ class NarwhalConfigDefaultsTest {
     assertEquals(10, s.retryBudget());
     assertEquals(0.1, s.retryReplenish());
     assertEquals(30_000L, s.gracefulTimeoutMs());
+    assertEquals(5_000L, s.drainDelayMs());
   }
 
   @Test
