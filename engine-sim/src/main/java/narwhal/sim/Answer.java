@@ -11,7 +11,8 @@ import java.util.Set;
 
 /**
  * What one request generates, cut into the deltas vLLM streams: text clipped at a {@code stop} string (held back
- * by the longest stop string's length minus one while streaming, as vLLM's detokenizer does) with its
+ * by the longest stop string's length minus one while streaming, as vLLM's detokenizer does, but never across the end
+ * of reasoning) with its
  * {@code stop_reason}; reasoning before content when the engine runs a reasoning parser; tool calls when the
  * request carries tools; per-token logprobs and token ids when asked. The same deltas, concatenated, make the
  * non-streaming answer, so both modes agree by construction.
@@ -72,7 +73,9 @@ final class Answer {
     for (int i = 0; i < tokens.size(); i++) {
       length += tokens.get(i).length();
       boolean last = i == tokens.size() - 1;
-      int end = last ? visible.length() : Math.max(emitted, Math.min(visible.length(), length - holdBack));
+      boolean lastReasoning = i == reasoningTokens - 1;
+      int end = last ? visible.length()
+        : Math.max(emitted, Math.min(visible.length(), lastReasoning ? length : length - holdBack));
       deltas.add(new Delta(i < reasoningTokens ? Kind.REASONING : Kind.CONTENT, visible.substring(emitted, end), i, 0));
       emitted = end;
     }
