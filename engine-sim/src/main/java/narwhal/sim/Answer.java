@@ -40,7 +40,10 @@ final class Answer {
     List<String> generated = output.tokens();
     if (!req.toolCalls.isEmpty()) {
       this.tokens = generated;
-      this.finishReason = "tool_calls";
+      // vLLM: "tool_calls" for auto tool choice; a named choice keeps the output's reason; "required" says
+      // "tool_calls" when the output stopped by itself
+      this.finishReason = "named".equals(req.toolChoice) ? output.finishReason()
+        : "required".equals(req.toolChoice) && !"stop".equals(output.finishReason()) ? output.finishReason() : "tool_calls";
       this.stopReason = null;
       toolDeltas();
       return;

@@ -34,6 +34,8 @@ final class InferenceRequest {
   final Object simFault;
   /** Tool names to call, in order (empty: answer with text); from {@code tools} and {@code tool_choice}. */
   final java.util.List<String> toolCalls;
+  /** {@code auto} (also when absent), {@code required} or {@code named}: vLLM's finish reason and content depend on it. */
+  final String toolChoice;
   /** Top alternatives per token when logprobs were asked, else -1 (chat {@code top_logprobs}, completions {@code logprobs}). */
   final int logprobs;
   final java.util.List<String> stop;
@@ -126,6 +128,8 @@ final class InferenceRequest {
       && Boolean.TRUE.equals(kvParams.getValue("do_remote_prefill"));
     this.simFault = body.getValue("sim_fault");
     this.toolCalls = chat ? toolCalls(body) : java.util.List.of();
+    Object choice = body.getValue("tool_choice");
+    this.toolChoice = choice instanceof JsonObject ? "named" : "required".equals(choice) ? "required" : "auto";
     this.logprobs = logprobs(chat, body);
     this.stop = stopStrings(body.getValue("stop"));
     Object tokenIds = body.getValue("return_token_ids");

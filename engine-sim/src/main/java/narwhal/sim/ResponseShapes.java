@@ -31,7 +31,8 @@ final class ResponseShapes {
         .put("index", 0)
         .put("message", new JsonObject()
           .put("role", "assistant")
-          .put("content", content == null && reasoning == null && toolCalls.isEmpty() ? "" : content)
+          .put("content", content == null && (reasoning == null && toolCalls.isEmpty() || !"auto".equals(req.toolChoice))
+            ? "" : content)
           .put("refusal", null)
           .put("annotations", null)
           .put("audio", null)
@@ -68,10 +69,13 @@ final class ResponseShapes {
     return body.put("kv_transfer_params", kvTransferParams);
   }
 
-  /** Chat's first frame: the assistant role with empty content (and the prompt's token ids when asked). */
+  /**
+   * Chat's first frame: the assistant role with empty content and {@code prompt_token_ids} (null unless asked: vLLM
+   * passes it explicitly, so its exclude-unset serialisation keeps it).
+   */
   static JsonObject roleChunk(InferenceRequest req, long created, Answer answer) {
     JsonObject chunk = chatChunk(req, created, new JsonObject().put("role", "assistant").put("content", ""), null);
-    return req.returnTokenIds ? chunk.put("prompt_token_ids", answer.promptTokenIds()) : chunk;
+    return chunk.put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
   }
 
   /**
@@ -86,9 +90,7 @@ final class ResponseShapes {
       if (last) {
         choice.put("stop_reason", answer.stopReason());
       }
-      if (req.returnTokenIds) {
-        choice.put("token_ids", answer.tokenIds(delta));
-      }
+      choice.put("token_ids", req.returnTokenIds ? answer.tokenIds(delta) : null);
       return chunk;
     }
     JsonObject chunk = completionChunk(req, created, delta.text(), finish);

@@ -57,6 +57,9 @@ class RichOutputTest {
     SimClient.Reply stream = http.post(engine, "/v1/chat/completions", request.copy().put("stream", true));
     List<JsonObject> chunks = outputChunks(stream);
     assertEquals(new JsonObject().put("role", "assistant").put("content", ""), choice(chunks.get(0)).getJsonObject("delta"));
+    assertTrue(chunks.get(0).containsKey("prompt_token_ids") && chunks.get(0).getValue("prompt_token_ids") == null,
+      "vLLM passes prompt_token_ids explicitly: null unless asked");
+    assertTrue(choice(chunks.get(1)).containsKey("token_ids") && choice(chunks.get(1)).getValue("token_ids") == null);
     StringBuilder[] args = {new StringBuilder(), new StringBuilder()};
     boolean[] headed = new boolean[2];
     for (JsonObject chunk : chunks.subList(1, chunks.size())) {
@@ -81,6 +84,12 @@ class RichOutputTest {
 
     JsonObject single = http.post(engine, "/v1/chat/completions", request.copy().put("parallel_tool_calls", false)).json();
     assertEquals(1, choice(single).getJsonObject("message").getJsonArray("tool_calls").size());
+    JsonObject named = choice(http.post(engine, "/v1/chat/completions", request.copy().put("tool_choice", new JsonObject()
+      .put("type", "function").put("function", new JsonObject().put("name", "get_time")))).json());
+    assertEquals("length", named.getString("finish_reason"), "a named tool choice keeps the output's finish reason, as vLLM");
+    assertEquals("", named.getJsonObject("message").getString("content"));
+    assertEquals("get_time", named.getJsonObject("message").getJsonArray("tool_calls").getJsonObject(0)
+      .getJsonObject("function").getString("name"));
     JsonObject none = http.post(engine, "/v1/chat/completions", request.copy().put("tool_choice", "none")).json();
     assertTrue(choice(none).getJsonObject("message").getJsonArray("tool_calls").isEmpty());
     assertEquals("length", choice(none).getString("finish_reason"));

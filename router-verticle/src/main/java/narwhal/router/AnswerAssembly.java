@@ -21,12 +21,27 @@ final class AnswerAssembly {
   private static final Set<String> OWN = Set.of("id", "object", "created", "model", "choices", "usage", "kv_transfer_params");
 
   private final boolean chat;
+  private final String toolCallContent;
   private final Map<String, Object> top = new LinkedHashMap<>();
   private final TreeMap<Integer, Choice> choices = new TreeMap<>();
   private JsonObject usage;
 
   AnswerAssembly(boolean chat) {
+    this(chat, null);
+  }
+
+  /**
+   * @param toolCallContent the {@code content} of a message that streamed tool calls or reasoning but no content: null
+   *     (vLLM, tool choice auto), or {@code ""} (vLLM, tool choice {@code required} or named)
+   */
+  AnswerAssembly(boolean chat, String toolCallContent) {
     this.chat = chat;
+    this.toolCallContent = toolCallContent;
+  }
+
+  /** The content vLLM gives a tool-calling message without text, by the request's {@code tool_choice}. */
+  static String toolCallContent(Object toolChoice) {
+    return toolChoice instanceof JsonObject || "required".equals(toolChoice) ? "" : null;
   }
 
   void accept(JsonObject chunk) {
@@ -150,7 +165,7 @@ final class AnswerAssembly {
         toolCalls.values().forEach(t -> calls.add(t.toJson()));
         boolean contentless = !contentSeen && (!calls.isEmpty() || !deltaTexts.isEmpty());
         JsonObject message = new JsonObject().put("role", role != null ? role : "assistant")
-            .put("content", contentless ? null : text.toString()).put("tool_calls", calls);
+            .put("content", contentless ? toolCallContent : text.toString()).put("tool_calls", calls);
         deltaTexts.forEach((k, v) -> message.put(k, v.toString()));
         deltaOther.forEach(message::put);
         choice.put("message", message);

@@ -15,21 +15,23 @@ final class JsonAssembler implements ClientSink {
   private final boolean chat;
   private final String id;
   private final String model;
+  private final String toolCallContent;
   private AnswerAssembly answer;
   private long outputLength;
   private boolean outputSeen;
 
-  JsonAssembler(HttpServerResponse response, boolean chat, String rid, String model) {
+  JsonAssembler(HttpServerResponse response, boolean chat, String rid, String model, Object toolChoice) {
     this.response = response;
     this.chat = chat;
     this.id = (chat ? "chatcmpl-" : "cmpl-") + rid;
     this.model = model;
-    this.answer = new AnswerAssembly(chat);
+    this.toolCallContent = AnswerAssembly.toolCallContent(toolChoice);
+    this.answer = new AnswerAssembly(chat, toolCallContent);
   }
 
   @Override
   public void attemptStarted() {
-    answer = new AnswerAssembly(chat);
+    answer = new AnswerAssembly(chat, toolCallContent);
     outputLength = 0;
   }
 

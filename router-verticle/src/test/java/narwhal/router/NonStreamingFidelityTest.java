@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * A non-streaming client gets, field for field, what the engine itself answers for {@code stream: false}, although
  * the router assembles it from the decode stream: a property over many generated requests (text, tools, parallel
- * tools, reasoning, logprobs, stop strings, token ids), engines running a reasoning parser.
+ * tools, every tool_choice, reasoning, logprobs, stop strings, token ids), engines running a reasoning parser.
  */
 @Timeout(120)
 class NonStreamingFidelityTest {
@@ -72,7 +72,13 @@ class NonStreamingFidelityTest {
         for (int t = 0; t < tools; t++) list.add(tool("fn_" + t));
         body.put("tools", list);
         if (r.nextInt(4) == 0) body.put("parallel_tool_calls", false);
-        if (r.nextInt(5) == 0) body.put("tool_choice", "none");
+        switch (r.nextInt(6)) {
+          case 0 -> body.put("tool_choice", "none");
+          case 1 -> body.put("tool_choice", "required");
+          case 2 -> body.put("tool_choice", new JsonObject().put("type", "function")
+              .put("function", new JsonObject().put("name", "fn_" + (tools - 1))));
+          default -> { }
+        }
       }
       if (r.nextBoolean()) body.put("logprobs", true).put("top_logprobs", r.nextInt(4));
     } else {
@@ -91,7 +97,7 @@ class NonStreamingFidelityTest {
     Random r = new Random(11);
     int withTools = 0;
     int withStop = 0;
-    for (int i = 0; i < 80; i++) {
+    for (int i = 0; i < 120; i++) {
       JsonObject body = generated(r, i);
       String path = body.containsKey("messages") ? "/v1/chat/completions" : "/v1/completions";
       RouterHarness.Reply routed = h.post(path, body.copy());
