@@ -24,6 +24,7 @@ final class EngineRoutes {
   static Router router(Vertx vertx, SimEngine engine) {
     InferenceHandler inference = new InferenceHandler(engine);
     Router router = Router.router(vertx);
+    router.route("/v1/*").handler(ctx -> authorize(ctx, engine));
     router.post("/v1/completions").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
       .handler(ctx -> inference.handle(ctx, false));
     router.post("/v1/chat/completions").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
@@ -56,6 +57,20 @@ final class EngineRoutes {
     router.errorHandler(413, ctx -> json(ctx, 413, ApiError.envelope("Request body too large", "Request Entity Too Large", null, 413)));
     router.errorHandler(500, ctx -> json(ctx, 500, ApiError.internal().toJson()));
     return router;
+  }
+
+  /**
+   * vLLM's {@code --api-key}: a {@code /v1/*} request without {@code Authorization: Bearer <key>} gets 401
+   * {@code {"error": "Unauthorized"}} (its authentication middleware's answer); counted as {@code unauthorized}.
+   */
+  private static void authorize(RoutingContext ctx, SimEngine engine) {
+    String key = engine.config().getApiKey();
+    if (key.isEmpty() || ("Bearer " + key).equals(ctx.request().getHeader("authorization"))) {
+      ctx.next();
+      return;
+    }
+    engine.counters().unauthorized.incrementAndGet();
+    json(ctx, 401, new JsonObject().put("error", "Unauthorized"));
   }
 
   private static void health(RoutingContext ctx, SimEngine engine) {

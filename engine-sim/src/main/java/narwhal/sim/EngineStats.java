@@ -18,6 +18,7 @@ final class EngineStats {
   final AtomicLong generationTokens = new AtomicLong();
   final AtomicLong running = new AtomicLong();
   final AtomicLong waiting = new AtomicLong();
+  final AtomicLong unauthorized = new AtomicLong();
 
   JsonObject toJson(int handoffsHeld, int blocksInUse, int totalBlocks) {
     return new JsonObject()
@@ -34,6 +35,7 @@ final class EngineStats {
       .put("prompt_tokens", promptTokens.get())
       .put("generation_tokens", generationTokens.get())
       .put("blocks_in_use", blocksInUse)
-      .put("total_blocks", totalBlocks);
+      .put("total_blocks", totalBlocks)
+      .put("unauthorized", unauthorized.get());
   }
 }

@@ -32,6 +32,14 @@ final class InferenceRequest {
   final String phase;
   final boolean remotePrefill;
   final Object simFault;
+  /** Tool names to call, in order (empty: answer with text); from {@code tools} and {@code tool_choice}. */
+  final java.util.List<String> toolCalls;
+  /** {@code auto} (also when absent), {@code required} or {@code named}: vLLM's finish reason and content depend on it. */
+  final String toolChoice;
+  /** Top alternatives per token when logprobs were asked, else -1 (chat {@code top_logprobs}, completions {@code logprobs}). */
+  final int logprobs;
+  final java.util.List<String> stop;
+  final boolean returnTokenIds;
 
   private InferenceRequest(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {
     this.chat = chat;
@@ -119,6 +127,92 @@ final class InferenceRequest {
     this.remotePrefill = !remoteDecode && kvParams != null
       && Boolean.TRUE.equals(kvParams.getValue("do_remote_prefill"));
     this.simFault = body.getValue("sim_fault");
+    this.toolCalls = chat ? toolCalls(body) : java.util.List.of();
+    Object choice = body.getValue("tool_choice");
+    this.toolChoice = choice instanceof JsonObject ? "named" : "required".equals(choice) ? "required" : "auto";
+    this.logprobs = logprobs(chat, body);
+    this.stop = stopStrings(body.getValue("stop"));
+    Object tokenIds = body.getValue("return_token_ids");
+    if (tokenIds != null && !(tokenIds instanceof Boolean)) {
+      throw ApiError.badRequest("return_token_ids must be a boolean", "return_token_ids");
+    }
+    this.returnTokenIds = Boolean.TRUE.equals(tokenIds);
+  }
+
+  /**
+   * The calls a tool-calling model makes: none without {@code tools} or with {@code tool_choice: "none"}; the named
+   * function for a named {@code tool_choice}; else the first tool, and the second in parallel when the request lists
+   * two or more tools and does not set {@code parallel_tool_calls: false}.
+   */
+  private static java.util.List<String> toolCalls(JsonObject body) {
+    Object tools = body.getValue("tools");
+    if (tools == null) {
+      return java.util.List.of();
+    }
+    if (!(tools instanceof JsonArray)) {
+      throw ApiError.badRequest("tools must be a list of tool objects", "tools");
+    }
+    java.util.List<String> names = new java.util.ArrayList<>();
+    for (Object tool : (JsonArray) tools) {
+      Object fn = tool instanceof JsonObject ? ((JsonObject) tool).getValue("function") : null;
+      Object name = fn instanceof JsonObject ? ((JsonObject) fn).getValue("name") : null;
+      if (!(name instanceof String) || ((String) name).isEmpty()) {
+        throw ApiError.badRequest("each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}", "tools");
+      }
+      names.add((String) name);
+    }
+    Object choice = body.getValue("tool_choice");
+    if (names.isEmpty() || "none".equals(choice)) {
+      return java.util.List.of();
+    }
+    if (choice instanceof JsonObject) {
+      Object fn = ((JsonObject) choice).getValue("function");
+      Object name = fn instanceof JsonObject ? ((JsonObject) fn).getValue("name") : null;
+      if (!names.contains(name)) {
+        throw ApiError.badRequest("tool_choice names a function that is not in tools: " + name, "tool_choice");
+      }
+      return java.util.List.of((String) name);
+    }
+    boolean parallel = !Boolean.FALSE.equals(body.getValue("parallel_tool_calls")) && names.size() >= 2;
+    return parallel ? names.subList(0, 2) : names.subList(0, 1);
+  }
+
+  private static int logprobs(boolean chat, JsonObject body) {
+    if (chat) {
+      Object asked = body.getValue("logprobs");
+      if (asked != null && !(asked instanceof Boolean)) {
+        throw ApiError.badRequest("logprobs must be a boolean", "logprobs");
+      }
+      long top = integer(body, "top_logprobs", 0L);
+      if (top < 0 || top > 20) {
+        throw ApiError.badRequest("top_logprobs must be between 0 and 20, got " + top + ".", "top_logprobs");
+      }
+      if (top > 0 && !Boolean.TRUE.equals(asked)) {
+        throw ApiError.badRequest("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
+      }
+      return Boolean.TRUE.equals(asked) ? (int) top : -1;
+    }
+    if (body.getValue("logprobs") == null) {
+      return -1;
+    }
+    long top = integer(body, "logprobs", 0L);
+    if (top < 0 || top > 20) {
+      throw ApiError.badRequest("logprobs must be between 0 and 20, got " + top + ".", "logprobs");
+    }
+    return (int) top;
+  }
+
+  private static java.util.List<String> stopStrings(Object stop) {
+    if (stop == null) {
+      return java.util.List.of();
+    }
+    if (stop instanceof String) {
+      return ((String) stop).isEmpty() ? java.util.List.of() : java.util.List.of((String) stop);
+    }
+    if (stop instanceof JsonArray && ((JsonArray) stop).stream().allMatch(s -> s instanceof String)) {
+      return ((JsonArray) stop).stream().map(String.class::cast).filter(s -> !s.isEmpty()).toList();
+    }
+    throw ApiError.badRequest("stop must be a string or a list of strings", "stop");
   }
 
   static InferenceRequest parse(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {

@@ -37,7 +37,7 @@ final class InferenceRun {
   private final long created;
   private final Set<Long> timers = new HashSet<>();
 
-  private Generator.Output output;
+  private Answer answer;
   private SseWriter sse;
   private int[] blocks;
   private State state = State.NEW;
@@ -76,8 +76,8 @@ final class InferenceRun {
     state = State.WAITING;
     engine.counters().waiting.incrementAndGet();
     boolean prefill = "prefill".equals(req.phase);
-    output = Generator.generate(req.prompt, req.seed, req.temperature, prefill ? 1 : req.maxTokens,
-      !prefill && req.ignoreEos);
+    answer = Answer.of(req, Generator.generate(req.prompt, req.seed, req.temperature, prefill ? 1 : req.maxTokens,
+      !prefill && req.ignoreEos), engine.config().getReasoningField());
 
     transferKv()
       .compose(this::applyKvOutcome)
@@ -205,7 +205,7 @@ final class InferenceRun {
     }
     if (req.chat && !roleSent) {
       roleSent = true;
-      return sse.frame(ResponseShapes.roleChunk(req, created));
+      return sse.frame(ResponseShapes.roleChunk(req, created, answer));
     }
     return sse.frame(ResponseShapes.outputChunk(req, created, "", null));
   }
@@ -222,7 +222,7 @@ final class InferenceRun {
   }
 
   private Future<Void> emitTokens() {
-    int total = output.tokens().size();
+    int total = answer.deltas().size();
     int limit = total;
     if (kind == FaultKind.DONE_BEFORE_OUTPUT) {
       limit = 0;
@@ -280,16 +280,19 @@ final class InferenceRun {
   }
 
   private void writeToken(int i) {
-    engine.counters().generationTokens.incrementAndGet();
+    Answer.Delta delta = answer.deltas().get(i);
+    if (delta.token() >= 0) {
+      engine.counters().generationTokens.incrementAndGet();
+    }
     if (sse == null) {
       return;
     }
     if (req.chat && !roleSent) {
       roleSent = true;
-      sse.frame(ResponseShapes.roleChunk(req, created));
+      sse.frame(ResponseShapes.roleChunk(req, created, answer));
     }
-    boolean last = i == output.tokens().size() - 1;
-    sse.frame(ResponseShapes.outputChunk(req, created, output.tokens().get(i), last ? output.finishReason() : null));
+    boolean last = i == answer.deltas().size() - 1;
+    sse.frame(ResponseShapes.deltaChunk(req, created, answer, delta, i == 0, last));
   }
 
   private Future<Void> terminate() {
@@ -315,20 +318,19 @@ final class InferenceRun {
   private Future<Void> completeNormally() {
     if (sse == null) {
       JsonObject descriptor = "prefill".equals(req.phase) ? handOff() : null;
-      JsonObject body = ResponseShapes.full(req, created, output.text(), output.finishReason(),
-        output.tokens().size(), descriptor);
+      JsonObject body = ResponseShapes.full(req, created, answer, descriptor);
       finish(true);
       return respondJson(200, body);
     }
     if (req.chat && !roleSent) {
       roleSent = true;
-      sse.frame(ResponseShapes.roleChunk(req, created));
+      sse.frame(ResponseShapes.roleChunk(req, created, answer));
     }
-    if (output.tokens().isEmpty()) {
-      sse.frame(ResponseShapes.outputChunk(req, created, "", output.finishReason()));
+    if (answer.deltas().isEmpty()) {
+      sse.frame(ResponseShapes.outputChunk(req, created, "", answer.finishReason()));
     }
     if (req.includeUsage) {
-      sse.frame(ResponseShapes.usageChunk(req, created, output.tokens().size()));
+      sse.frame(ResponseShapes.usageChunk(req, created, answer.completionTokens()));
     }
     if ("prefill".equals(req.phase)) {
       handOff();
@@ -341,10 +343,10 @@ final class InferenceRun {
   private Future<Void> doneBeforeOutput() {
     finish(false);
     if (sse == null) {
-      return respondJson(200, ResponseShapes.full(req, created, "", "stop", 0, null));
+      return respondJson(200, ResponseShapes.full(req, created, Answer.of(req, new Generator.Output(java.util.List.of(), "stop"), ""), null));
     }
     if (req.chat) {
-      sse.frame(ResponseShapes.roleChunk(req, created));
+      sse.frame(ResponseShapes.roleChunk(req, created, answer));
     }
     sse.done();
     return sse.end();
@@ -360,8 +362,7 @@ final class InferenceRun {
     finish(false);
     if (sse == null && !response.headWritten()) {
       response.setStatusCode(200).setChunked(true).putHeader("content-type", "application/json");
-      String partial = ResponseShapes.full(req, created, output.text(), output.finishReason(),
-        output.tokens().size(), null).encode();
+      String partial = ResponseShapes.full(req, created, answer, null).encode();
       response.write(Buffer.buffer(partial.substring(0, partial.length() / 2)));
     }
     ctx.request().connection().close();

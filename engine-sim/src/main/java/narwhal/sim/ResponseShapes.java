@@ -21,35 +21,38 @@ final class ResponseShapes {
     return withDetails ? usage.put("prompt_tokens_details", null) : usage;
   }
 
-  static JsonObject full(InferenceRequest req, long created, String text, String finishReason,
-                         int completionTokens, JsonObject kvTransferParams) {
+  static JsonObject full(InferenceRequest req, long created, Answer answer, JsonObject kvTransferParams) {
     JsonObject choice;
     if (req.chat) {
+      String content = answer.joined(Answer.Kind.CONTENT);
+      String reasoning = answer.joined(Answer.Kind.REASONING);
+      JsonArray toolCalls = answer.toolCalls();
       choice = new JsonObject()
         .put("index", 0)
         .put("message", new JsonObject()
           .put("role", "assistant")
-          .put("content", text)
+          .put("content", content == null && (reasoning == null && toolCalls.isEmpty() || !"auto".equals(req.toolChoice))
+            ? "" : content)
           .put("refusal", null)
           .put("annotations", null)
           .put("audio", null)
           .put("function_call", null)
-          .put("tool_calls", new JsonArray())
-          .put("reasoning", null))
-        .put("logprobs", null)
-        .put("finish_reason", finishReason)
-        .put("stop_reason", null)
-        .put("token_ids", null);
+          .put("tool_calls", toolCalls)
+          .put(answer.reasoningField(), reasoning))
+        .put("logprobs", answer.logprobs())
+        .put("finish_reason", answer.finishReason())
+        .put("stop_reason", answer.stopReason())
+        .put("token_ids", req.returnTokenIds ? answer.tokenIds() : null);
     } else {
       choice = new JsonObject()
         .put("index", 0)
-        .put("text", text)
-        .put("logprobs", null)
-        .put("finish_reason", finishReason)
-        .put("stop_reason", null)
-        .put("token_ids", null)
+        .put("text", answer.joined(Answer.Kind.CONTENT) == null ? "" : answer.joined(Answer.Kind.CONTENT))
+        .put("logprobs", answer.logprobs())
+        .put("finish_reason", answer.finishReason())
+        .put("stop_reason", answer.stopReason())
+        .put("token_ids", req.returnTokenIds ? answer.tokenIds() : null)
         .put("prompt_logprobs", null)
-        .put("prompt_token_ids", null);
+        .put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
     }
     JsonObject body = new JsonObject()
       .put("id", req.responseId)
@@ -59,23 +62,56 @@ final class ResponseShapes {
       .put("choices", new JsonArray().add(choice))
       .put("service_tier", null)
       .put("system_fingerprint", null)
-      .put("usage", usage(req.promptTokens, completionTokens, true));
+      .put("usage", usage(req.promptTokens, answer.completionTokens(), true));
     if (req.chat) {
-      body.put("prompt_logprobs", null).put("prompt_token_ids", null);
+      body.put("prompt_logprobs", null).put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
     }
     return body.put("kv_transfer_params", kvTransferParams);
   }
 
-  /** Chat's first frame: the assistant role with empty content. */
-  static JsonObject roleChunk(InferenceRequest req, long created) {
-    return chatChunk(req, created, new JsonObject().put("role", "assistant").put("content", ""), null);
+  /**
+   * Chat's first frame: the assistant role with empty content and {@code prompt_token_ids} (null unless asked: vLLM
+   * passes it explicitly, so its exclude-unset serialisation keeps it).
+   */
+  static JsonObject roleChunk(InferenceRequest req, long created, Answer answer) {
+    JsonObject chunk = chatChunk(req, created, new JsonObject().put("role", "assistant").put("content", ""), null);
+    return chunk.put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
   }
 
-  /** An output (or, with empty text, metadata) chunk; a non-null finish reason marks the last one. */
+  /**
+   * The chunk of one delta; {@code last} puts the finish and stop reasons on it, {@code first} a completion's
+   * prompt token ids (when asked).
+   */
+  static JsonObject deltaChunk(InferenceRequest req, long created, Answer answer, Answer.Delta delta, boolean first, boolean last) {
+    String finish = last ? answer.finishReason() : null;
+    if (req.chat) {
+      JsonObject chunk = chatChunk(req, created, answer.chatDelta(delta), finish);
+      JsonObject choice = chunk.getJsonArray("choices").getJsonObject(0).put("logprobs", answer.logprobs(delta));
+      if (last) {
+        choice.put("stop_reason", answer.stopReason());
+      }
+      choice.put("token_ids", req.returnTokenIds ? answer.tokenIds(delta) : null);
+      return chunk;
+    }
+    JsonObject chunk = completionChunk(req, created, delta.text(), finish);
+    JsonObject choice = chunk.getJsonArray("choices").getJsonObject(0)
+      .put("logprobs", answer.logprobs(delta))
+      .put("stop_reason", last ? answer.stopReason() : null);
+    if (req.returnTokenIds) {
+      choice.put("prompt_token_ids", first ? answer.promptTokenIds() : null).put("token_ids", answer.tokenIds(delta));
+    }
+    return chunk;
+  }
+
+  /** A metadata chunk (no output), or with a finish reason the last chunk of an answer without tokens. */
   static JsonObject outputChunk(InferenceRequest req, long created, String text, String finishReason) {
     if (req.chat) {
       return chatChunk(req, created, new JsonObject().put("content", text), finishReason);
     }
+    return completionChunk(req, created, text, finishReason);
+  }
+
+  private static JsonObject completionChunk(InferenceRequest req, long created, String text, String finishReason) {
     JsonObject choice = new JsonObject()
       .put("index", 0)
       .put("text", text)

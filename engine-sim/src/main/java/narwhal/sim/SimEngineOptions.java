@@ -37,9 +37,12 @@ public final class SimEngineOptions {
   public static final double DEFAULT_ITL_PER_RUNNING_MS = 0;
   public static final double DEFAULT_KV_TRANSFER_PER_BLOCK_MS = 0;
   public static final int DEFAULT_REQUEST_LOG_LIMIT = 10_000;
+  public static final String DEFAULT_REASONING_FIELD = "";
+  public static final String DEFAULT_API_KEY = "";
 
   static final Set<String> ROLES = Set.of("prefill", "decode", "both");
   static final Set<String> KV_POLICIES = Set.of("recompute", "fail");
+  static final Set<String> REASONING_FIELDS = Set.of("", "reasoning", "reasoning_content");
 
   private String name = DEFAULT_NAME;
   private String role = DEFAULT_ROLE;
@@ -61,6 +64,8 @@ public final class SimEngineOptions {
   private double itlPerRunningMs = DEFAULT_ITL_PER_RUNNING_MS;
   private double kvTransferPerBlockMs = DEFAULT_KV_TRANSFER_PER_BLOCK_MS;
   private int requestLogLimit = DEFAULT_REQUEST_LOG_LIMIT;
+  private String reasoningField = DEFAULT_REASONING_FIELD;
+  private String apiKey = DEFAULT_API_KEY;
   private JsonArray faults = new JsonArray();
   private JsonObject descriptorExtras = new JsonObject();
 
@@ -92,6 +97,8 @@ public final class SimEngineOptions {
     itlPerRunningMs = doubleOf(json, "itlPerRunningMs", "itl_per_running_ms", itlPerRunningMs);
     kvTransferPerBlockMs = doubleOf(json, "kvTransferPerBlockMs", "kv_transfer_per_block_ms", kvTransferPerBlockMs);
     requestLogLimit = intOf(json, "requestLogLimit", "request_log_limit", requestLogLimit);
+    reasoningField = stringOf(json, "reasoningField", "reasoning_field", reasoningField);
+    apiKey = stringOf(json, "apiKey", "api_key", apiKey);
     JsonArray f = json.getJsonArray("faults");
     faults = f == null ? new JsonArray() : f.copy();
     JsonObject extras = json.getJsonObject("descriptorExtras", json.getJsonObject("descriptor_extras"));
@@ -118,6 +125,9 @@ public final class SimEngineOptions {
     require(itlPerRunningMs >= 0, "itlPerRunningMs", itlPerRunningMs, ">= 0");
     require(kvTransferPerBlockMs >= 0, "kvTransferPerBlockMs", kvTransferPerBlockMs, ">= 0");
     require(requestLogLimit >= 0, "requestLogLimit", requestLogLimit, ">= 0 (0 = unlimited)");
+    require(REASONING_FIELDS.contains(reasoningField), "reasoningField", reasoningField,
+      "reasoning, reasoning_content or empty (no reasoning parser)");
+    require(apiKey != null, "apiKey", apiKey, "a string (empty: no key)");
     for (Object rule : faults) {
       require(rule instanceof JsonObject, "faults", rule, "an array of fault rule objects");
       new FaultRule((JsonObject) rule);
@@ -147,6 +157,8 @@ public final class SimEngineOptions {
       .put("itlPerRunningMs", itlPerRunningMs)
       .put("kvTransferPerBlockMs", kvTransferPerBlockMs)
       .put("requestLogLimit", requestLogLimit)
+      .put("reasoningField", reasoningField)
+      .put("apiKey", apiKey)
       .put("faults", faults.copy())
       .put("descriptorExtras", descriptorExtras.copy());
   }
@@ -191,6 +203,17 @@ public final class SimEngineOptions {
 
   public int getMaxModelLen() { return maxModelLen; }
   public SimEngineOptions setMaxModelLen(int maxModelLen) { this.maxModelLen = maxModelLen; return this; }
+
+  /**
+   * The reasoning parser's output field, as vLLM's {@code --reasoning-parser} names it: {@code reasoning} (current
+   * vLLM) or {@code reasoning_content} (older); empty: no reasoning parser, chat output is all content.
+   */
+  public String getReasoningField() { return reasoningField; }
+  public SimEngineOptions setReasoningField(String reasoningField) { this.reasoningField = reasoningField; return this; }
+
+  /** Like vLLM's {@code --api-key}: when non-empty, {@code /v1/*} answers 401 without {@code Authorization: Bearer <key>}. */
+  public String getApiKey() { return apiKey; }
+  public SimEngineOptions setApiKey(String apiKey) { this.apiKey = apiKey; return this; }
 
   public String getVersion() { return version; }
   public SimEngineOptions setVersion(String version) { this.version = version; return this; }

@@ -39,6 +39,14 @@ final class SimCommand implements Callable<Integer> {
   @Option(names = "--itl-ms", defaultValue = "0", description = "inter-token latency (default: ${DEFAULT-VALUE})")
   double itlMs;
 
+  @Option(names = "--api-key", defaultValue = "", description = "like vLLM's --api-key: /v1/* answers 401 without "
+      + "'Authorization: Bearer <key>'; /health stays open (default: no key)")
+  String apiKey;
+
+  @Option(names = "--reasoning-field", defaultValue = "", description = "run a reasoning parser: chat output starts with "
+      + "reasoning deltas under this field, reasoning (current vLLM) or reasoning_content (older) (default: none)")
+  String reasoningField;
+
   @Override
   public Integer call() {
     if (engines < 1) throw new CommandFailure("--engines: " + engines + " is not valid: expected at least 1");
@@ -52,7 +60,8 @@ final class SimCommand implements Callable<Integer> {
         throw new CommandFailure("--roles: \"" + role + "\" is not valid: expected prefill, decode or both");
       }
       options.add(new SimEngineOptions().setName("sim" + k).setRole(role).setModel(model).setHost(host).setPort(basePort + k)
-          .setKvLeaseSeconds(leaseSeconds).setTtftBaseMs(ttftMs).setItlMs(itlMs));
+          .setKvLeaseSeconds(leaseSeconds).setTtftBaseMs(ttftMs).setItlMs(itlMs)
+          .setApiKey(apiKey).setReasoningField(reasoningField));
     }
     Vertx vertx = Vertx.vertx();
     SimFleet fleet = Blocking.await(SimFleet.start(vertx, options).recover(err -> vertx.close().transform(v -> Future.failedFuture(err))));

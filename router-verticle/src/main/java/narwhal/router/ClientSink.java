@@ -9,6 +9,10 @@ import narwhal.engines.sse.SseEvent;
  * after it (streaming) one terminal error event.
  */
 interface ClientSink {
+  /** A decode attempt starts: what an uncommitted sink holds of an earlier, failed attempt is dropped. */
+  default void attemptStarted() {
+  }
+
   void metadata(SseEvent.Metadata event);
 
   void output(SseEvent.Output event);

@@ -1,52 +1,55 @@
 package narwhal.router;
 
 import io.vertx.core.http.HttpServerResponse;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.engines.client.DecodeEnd;
 import narwhal.engines.sse.SseEvent;
 
 /**
- * Assembles a non-streaming client's JSON answer from the consumer's stream (decode is always streamed from
- * the engine): the text joined, the last {@code finish_reason}, the engine's {@code usage}.
+ * Answers a non-streaming client with the JSON the engine itself returns for {@code stream: false}, assembled from
+ * the consumer's stream (decode is always streamed from the engine, for its timeouts) by {@link AnswerAssembly}.
+ * A retried decode starts the assembly over.
  */
 final class JsonAssembler implements ClientSink {
   private final HttpServerResponse response;
   private final boolean chat;
   private final String id;
   private final String model;
-  private final StringBuilder text = new StringBuilder();
+  private final String toolCallContent;
+  private AnswerAssembly answer;
+  private long outputLength;
   private boolean outputSeen;
 
-  JsonAssembler(HttpServerResponse response, boolean chat, String rid, String model) {
+  JsonAssembler(HttpServerResponse response, boolean chat, String rid, String model, Object toolChoice) {
     this.response = response;
     this.chat = chat;
     this.id = (chat ? "chatcmpl-" : "cmpl-") + rid;
     this.model = model;
+    this.toolCallContent = AnswerAssembly.toolCallContent(toolChoice);
+    this.answer = new AnswerAssembly(chat, toolCallContent);
+  }
+
+  @Override
+  public void attemptStarted() {
+    answer = new AnswerAssembly(chat, toolCallContent);
+    outputLength = 0;
   }
 
   @Override
   public void metadata(SseEvent.Metadata event) {
+    answer.accept(new JsonObject(event.frame().data()));
   }
 
   @Override
   public void output(SseEvent.Output event) {
     outputSeen = true;
-    text.append(event.text());
+    outputLength += event.text().length();
+    answer.accept(new JsonObject(event.frame().data()));
   }
 
   @Override
   public void complete(DecodeEnd end) {
-    JsonObject choice = new JsonObject().put("index", 0);
-    if (chat) {
-      choice.put("message", new JsonObject().put("role", "assistant").put("content", text.toString()));
-    } else {
-      choice.put("text", text.toString());
-    }
-    choice.put("logprobs", (Object) null).put("finish_reason", end.finishReason()).put("stop_reason", (Object) null);
-    JsonObject body = new JsonObject().put("id", id).put("object", chat ? "chat.completion" : "text_completion")
-        .put("created", System.currentTimeMillis() / 1000).put("model", model).put("choices", new JsonArray().add(choice))
-        .put("usage", end.usage());
+    JsonObject body = answer.body(id, System.currentTimeMillis() / 1000, model, end.finishReason(), end.usage());
     if (!response.ended() && !response.closed()) {
       response.setStatusCode(200).putHeader("content-type", "application/json").end(body.toBuffer());
     }
@@ -69,7 +72,7 @@ final class JsonAssembler implements ClientSink {
 
   @Override
   public long outputLength() {
-    return text.length();
+    return outputLength;
   }
 
   @Override

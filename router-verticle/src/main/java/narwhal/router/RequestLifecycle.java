@@ -156,6 +156,7 @@ final class RequestLifecycle {
     DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), cfg.model(),
         request.rid() + "-a" + a.number + "-decode", sameWorker,
         cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs());
+    sink.attemptStarted();
     decode = ctx.engines().decode(handoff, call);
     decode.handler(event -> relay(a, event));
     return decode.end().onComplete(ar -> release(a.consumer));
