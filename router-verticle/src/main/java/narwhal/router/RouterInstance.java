@@ -55,7 +55,7 @@ final class RouterInstance extends VerticleBase {
   public Future<?> start() {
     NarwhalConfig cfg = config.get();
     engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
-        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, apiKey(cfg)));
+        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, cfg.engine().engineApiKey(shared.env())));
     ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, shared.metrics()), shared.retryBudget(),
         shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.inFlight());
     return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
@@ -236,12 +236,5 @@ final class RouterInstance extends VerticleBase {
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
           .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
     });
-  }
-
-  private static String apiKey(NarwhalConfig cfg) {
-    String env = cfg.engine().engineApiKeyEnv();
-    if (env == null || env.isEmpty()) return "";
-    String value = System.getenv(env);
-    return value == null ? "" : value;
   }
 }

@@ -11,6 +11,7 @@ import narwhal.common.config.NarwhalConfig;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 
 /**
  * The router of one replica: owns what is per replica (the journal, the retry budget, the in-flight count,
@@ -23,7 +24,8 @@ public final class RouterVerticle extends VerticleBase {
 
   /** What the instances of one replica share; every part is thread-safe. */
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
-                Journal journal, RetryBudget retryBudget, AtomicInteger inFlight, Supplier<List<String>> members) {
+                Journal journal, RetryBudget retryBudget, AtomicInteger inFlight, Supplier<List<String>> members,
+                UnaryOperator<String> env) {
   }
 
   private final Supplier<NarwhalConfig> config;
@@ -31,6 +33,7 @@ public final class RouterVerticle extends VerticleBase {
   private final MeterRegistry registry;
   private final int portOverride;
   private final Supplier<List<String>> members;
+  private final UnaryOperator<String> env;
   private Shared shared;
   private volatile RouterInstance first;
 
@@ -42,6 +45,13 @@ public final class RouterVerticle extends VerticleBase {
   /** @param members the cluster members this replica sees, for {@code /narwhal/state} */
   public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride,
                         Supplier<List<String>> members) {
+    this(config, facts, registry, portOverride, members, System::getenv);
+  }
+
+  /** @param env reads environment variables (the engines' API key); tests pass their own */
+  public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride,
+                        Supplier<List<String>> members, UnaryOperator<String> env) {
+    this.env = env;
     this.config = config;
     this.facts = facts;
     this.registry = registry;
@@ -56,7 +66,7 @@ public final class RouterVerticle extends VerticleBase {
     RetryBudget retryBudget = new RetryBudget(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     return Journal.open(vertx, cfg.journal().path()).compose(journal -> {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
-      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, new AtomicInteger(), members);
+      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, new AtomicInteger(), members, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> metrics.configReload(false));
