@@ -82,7 +82,7 @@ public final class BreakerVerticle extends VerticleBase {
     book = new BreakerBook(cfg.engines(), cfg.recovery(), cfg.engineContract() != null, clockMs, origin);
     metrics = new BreakerMetrics(registry, book);
     cfg.engines().forEach(e -> metrics.track(e.iid()));
-    prober = new Prober(vertx, config);
+    prober = new Prober(vertx, config, env);
     return SharedBreakerState.open(vertx).compose(state -> {
       shared = state;
       List<MessageConsumer<JsonObject>> consumers = List.of(

@@ -13,8 +13,8 @@ import java.util.Set;
  * What one request generates, cut into the deltas vLLM streams: text clipped at a {@code stop} string (held back
  * by the longest stop string's length minus one while streaming, as vLLM's detokenizer does, but never across the end
  * of reasoning) with its
- * {@code stop_reason}; reasoning before content when the engine runs a reasoning parser; tool calls when the
- * request carries tools; per-token logprobs and token ids when asked. The same deltas, concatenated, make the
+ * {@code stop_reason}; reasoning before content or tool calls when the engine runs a reasoning parser (unless the
+ * request sets {@code chat_template_kwargs.enable_thinking: false}); tool calls when the request carries tools; per-token logprobs and token ids when asked. The same deltas, concatenated, make the
  * non-streaming answer, so both modes agree by construction.
  */
 final class Answer {
@@ -38,6 +38,7 @@ final class Answer {
     this.hash = Generator.hash(req.prompt, req.seed, req.temperature);
     this.reasoningField = reasoningField;
     List<String> generated = output.tokens();
+    boolean reasons = req.chat && req.thinking && !reasoningField.isEmpty();
     if (!req.toolCalls.isEmpty()) {
       this.tokens = generated;
       // vLLM: "tool_calls" for auto tool choice; a named choice keeps the output's reason; "required" says
@@ -45,7 +46,11 @@ final class Answer {
       this.finishReason = "named".equals(req.toolChoice) ? output.finishReason()
         : "required".equals(req.toolChoice) && !"stop".equals(output.finishReason()) ? output.finishReason() : "tool_calls";
       this.stopReason = null;
-      toolDeltas();
+      int reasoningTokens = reasons ? (generated.size() + 1) / 2 : 0;
+      for (int i = 0; i < reasoningTokens; i++) {
+        deltas.add(new Delta(Kind.REASONING, generated.get(i), i, 0));
+      }
+      toolDeltas(reasoningTokens);
       return;
     }
     StringBuilder text = new StringBuilder();
@@ -69,7 +74,6 @@ final class Answer {
     this.stopReason = stopped;
     String visible = stopped != null ? text.substring(0, cut) : text.toString();
     int holdBack = req.stop.stream().mapToInt(String::length).max().orElse(1) - 1;
-    boolean reasons = req.chat && !reasoningField.isEmpty();
     int reasoningTokens = reasons ? (tokens.size() + 1) / 2 : 0;
     int emitted = 0;
     int length = 0;
@@ -88,14 +92,17 @@ final class Answer {
     return new Answer(req, output, reasoningField);
   }
 
-  /** Each call: a header delta (id, type, name, empty arguments), then argument fragments, one per token. */
-  private void toolDeltas() {
+  /**
+   * After any reasoning (tokens before {@code first}), each call: a header delta (id, type, name, empty arguments),
+   * then argument fragments, one per token.
+   */
+  private void toolDeltas(int first) {
     int calls = req.toolCalls.size();
-    int n = tokens.size();
+    int n = tokens.size() - first;
     for (int c = 0; c < calls; c++) {
       deltas.add(new Delta(Kind.TOOL_HEADER, "", -1, c));
-      int from = c * n / calls;
-      int to = (c + 1) * n / calls;
+      int from = first + c * n / calls;
+      int to = first + (c + 1) * n / calls;
       if (from == to) {
         deltas.add(new Delta(Kind.TOOL_ARGUMENTS, "{\"text\": \"\"}", -1, c));
       }

@@ -40,6 +40,8 @@ final class InferenceRequest {
   final int logprobs;
   final java.util.List<String> stop;
   final boolean returnTokenIds;
+  /** False when {@code chat_template_kwargs.enable_thinking} is false (Qwen3's switch): no reasoning then. */
+  final boolean thinking;
 
   private InferenceRequest(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {
     this.chat = chat;
@@ -137,6 +139,8 @@ final class InferenceRequest {
       throw ApiError.badRequest("return_token_ids must be a boolean", "return_token_ids");
     }
     this.returnTokenIds = Boolean.TRUE.equals(tokenIds);
+    Object kwargs = body.getValue("chat_template_kwargs");
+    this.thinking = !(kwargs instanceof JsonObject && Boolean.FALSE.equals(((JsonObject) kwargs).getValue("enable_thinking")));
   }
 
   /**

@@ -123,6 +123,17 @@ class RichOutputTest {
     }
     assertEquals(reasoning, r.toString());
     assertEquals(content, c.toString());
+
+    JsonObject plain = choice(http.post(engine, "/v1/chat/completions", request.copy()
+      .put("chat_template_kwargs", new JsonObject().put("enable_thinking", false))).json()).getJsonObject("message");
+    assertNull(plain.getValue("reasoning_content"), "enable_thinking: false turns reasoning off");
+    assertEquals(reasoning + content, plain.getString("content"));
+
+    JsonObject tooled = choice(http.post(engine, "/v1/chat/completions", request.copy().put("tools", new JsonArray()
+      .add(tool("lookup")))).json()).getJsonObject("message");
+    assertFalse(tooled.getString("reasoning_content").isEmpty(), "reasoning first, then the tool call");
+    assertEquals(1, tooled.getJsonArray("tool_calls").size());
+    assertNull(tooled.getValue("content"));
   }
 
   @Test

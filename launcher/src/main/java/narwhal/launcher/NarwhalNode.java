@@ -70,13 +70,13 @@ public final class NarwhalNode {
     return start(config, mode, out, System::getenv);
   }
 
-  /** @param env reads environment variables (the admin token, the cluster TLS password); tests pass their own */
+  /** @param env reads environment variables (the admin token, the cluster TLS password, the engines' API key); tests pass their own */
   public static Future<NarwhalNode> start(NarwhalConfig config, PreflightMode mode, Consumer<String> out,
                                           UnaryOperator<String> env) {
     Promise<NarwhalNode> started = Promise.promise();
     create(config, env).onFailure(started::fail).onSuccess(node -> node.startSims()
         .compose(v -> mode == PreflightMode.SKIP ? Future.succeededFuture()
-            : new Preflight(node.vertx, config, node.facts).run(c -> out.accept(c.line())).compose(report -> {
+            : new Preflight(node.vertx, config, node.facts, env).run(c -> out.accept(c.line())).compose(report -> {
               out.accept(report.passed() ? "preflight passed" : "preflight FAILED");
               return report.passed() || mode == PreflightMode.WARN ? Future.succeededFuture()
                   : Future.failedFuture(new IllegalStateException("preflight failed; start with --preflight=warn to serve anyway"));
@@ -121,7 +121,8 @@ public final class NarwhalNode {
     Future<Void> chain = Future.succeededFuture();
     for (EngineConfig engine : cfg.engines()) {
       chain = chain.compose(v -> SimEngine.start(vertx, new SimEngineOptions().setName(engine.iid())
-              .setRole(engine.role().wireName()).setModel(cfg.model()).setHost(engine.host()).setPort(engine.port()))
+              .setRole(engine.role().wireName()).setModel(cfg.model()).setHost(engine.host()).setPort(engine.port())
+              .setApiKey(cfg.engine().engineApiKey(env)))
           .map(sim -> {
             sims.add(sim);
             return null;

@@ -18,20 +18,12 @@ record Access(BearerKeys clients, BearerKeys ops) {
   static Access resolve(NarwhalConfig cfg, UnaryOperator<String> env) {
     BearerKeys clients = BearerKeys.fromEnv("server.api_key_env", cfg.server().apiKeyEnv(), env);
     BearerKeys ops = BearerKeys.fromEnv("server.ops_token_env", cfg.server().opsTokenEnv(), env);
-    String engineKey = engineKey(cfg, env);
+    String engineKey = cfg.engine().engineApiKey(env);
     if (!engineKey.isEmpty()) {
       if (clients.matches(engineKey)) throw engineKeyReused("server.api_key_env", cfg.server().apiKeyEnv());
       if (ops.matches(engineKey)) throw engineKeyReused("server.ops_token_env", cfg.server().opsTokenEnv());
     }
     return new Access(clients, ops);
-  }
-
-  /** The key the router sends to every engine, "" for none. */
-  static String engineKey(NarwhalConfig cfg, UnaryOperator<String> env) {
-    String name = cfg.engine().engineApiKeyEnv();
-    if (name == null || name.isEmpty()) return "";
-    String value = env.apply(name);
-    return value == null ? "" : value;
   }
 
   private static ConfigException engineKeyReused(String key, String envName) {

@@ -3,42 +3,41 @@ package narwhal.router;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
-import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpClientAgent;
-import io.vertx.core.http.HttpClientOptions;
-import io.vertx.core.http.HttpMethod;
-import io.vertx.core.http.RequestOptions;
-import io.vertx.core.json.JsonArray;
-import io.vertx.core.json.JsonObject;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
-import narwhal.engines.client.DecodeCall;
-import narwhal.engines.client.EngineClient;
-import narwhal.engines.client.EngineClientOptions;
-import narwhal.engines.client.PrefillCall;
-import narwhal.engines.connector.EngineContract;
-import narwhal.engines.connector.HandoffExpectations;
+import narwhal.engines.checks.CheckFailure;
+import narwhal.engines.checks.EngineAttestation;
+import narwhal.engines.checks.EngineChecks;
+import narwhal.engines.checks.ProbeBounds;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.UUID;
 import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
 
 /**
  * Checks the fleet before serving (CONTRACT §7): every engine healthy, listing the model and matching the
  * pinned {@code engine_contract}; every prefill-permitted engine producing a valid handoff; every
- * role-permitted producer→consumer pair decoding with it. Records attested facts (KV lease, side channel,
- * connector) for the router as it goes.
+ * role-permitted producer→consumer pair decoding with it. Talks to engines through {@link EngineChecks}, as the
+ * breaker's probes do, so the engines' API key and bounds are the same. Records attested facts (KV lease, side
+ * channel, connector) for the router as it goes. A failed row says why.
  */
 public final class Preflight {
   private final Vertx vertx;
   private final NarwhalConfig cfg;
   private final EngineFacts facts;
+  private final UnaryOperator<String> env;
 
   public Preflight(Vertx vertx, NarwhalConfig cfg, EngineFacts facts) {
+    this(vertx, cfg, facts, System::getenv);
+  }
+
+  /** @param env reads environment variables (the engines' API key); tests pass their own */
+  public Preflight(Vertx vertx, NarwhalConfig cfg, EngineFacts facts, UnaryOperator<String> env) {
     this.vertx = vertx;
     this.cfg = cfg;
     this.facts = facts;
+    this.env = env;
   }
 
   /**
@@ -53,101 +52,66 @@ public final class Preflight {
   }
 
   private Future<PreflightReport> checks(Consumer<PreflightReport.Check> progress) {
-    HttpClientAgent http = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout((int) cfg.engine().connectTimeoutMs()));
-    EngineClient client = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), 4,
-        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, ""));
+    EngineChecks engines = new EngineChecks(vertx, () -> cfg, env);
     List<PreflightReport.Check> checks = new ArrayList<>();
     Consumer<PreflightReport.Check> record = c -> {
       checks.add(c);
       progress.accept(c);
     };
+    String keyEnv = cfg.engine().engineApiKeyEnv();
+    if (!keyEnv.isEmpty() && cfg.engine().engineApiKey(env).isEmpty()) {
+      record.accept(new PreflightReport.Check("fleet", "engine key", false, "engine.engine_api_key_env names " + keyEnv
+          + ", which is not set (or empty) in the environment: engines started with --api-key will refuse every request"));
+    }
     Future<Void> chain = Future.succeededFuture();
     for (EngineConfig engine : cfg.engines()) {
-      chain = chain.compose(v -> engineChecks(http, engine, record));
+      chain = chain.compose(v -> engineChecks(engines, engine, record));
     }
     for (EngineConfig producer : cfg.engines()) {
       if (!producer.role().canPrefill()) continue;
       for (EngineConfig consumer : cfg.engines()) {
         if (!consumer.role().canDecode()) continue;
         if (consumer.iid().equals(producer.iid()) && cfg.engines().size() > 1) continue;
-        chain = chain.compose(v -> transferCheck(client, producer, consumer, record));
+        chain = chain.compose(v -> transferCheck(engines, producer, consumer, record));
       }
     }
-    return chain.eventually(() -> Future.join(http.close(), client.close())).map(v -> new PreflightReport(checks));
+    return chain.eventually(engines::close).map(v -> new PreflightReport(checks));
   }
 
-  private Future<Void> engineChecks(HttpClientAgent http, EngineConfig engine, Consumer<PreflightReport.Check> record) {
-    return get(http, engine.url() + "/health")
-        .map(body -> true)
-        .otherwise(false)
-        .compose(healthy -> {
-          record.accept(new PreflightReport.Check(engine.iid(), "health", healthy, healthy ? "200" : "not healthy or unreachable"));
-          if (!healthy) return Future.succeededFuture();
-          return get(http, engine.url() + "/v1/models").map(Buffer::toJsonObject).map(this::listsModel).otherwise(false)
-              .compose(listed -> {
-                record.accept(new PreflightReport.Check(engine.iid(), "model", listed, listed ? cfg.model() : "model not listed"));
-                return get(http, engine.attestationUrlOrDefault()).map(Buffer::toJsonObject)
-                    .map(attestation -> {
-                      String mismatch = EngineContract.mismatch(cfg.engineContract(), attestation);
-                      learn(engine, attestation);
-                      record.accept(new PreflightReport.Check(engine.iid(), "contract", mismatch == null,
-                          mismatch == null ? (cfg.engineContract() == null ? "no contract pinned" : "matches") : mismatch));
-                      return (Void) null;
-                    })
-                    .recover(err -> {
-                      boolean required = cfg.engineContract() != null;
-                      record.accept(new PreflightReport.Check(engine.iid(), "contract", !required,
-                          required ? "attestation unavailable" : "no attestation; no contract pinned"));
-                      return Future.succeededFuture();
-                    });
-              });
-        });
+  private Future<Void> engineChecks(EngineChecks engines, EngineConfig engine, Consumer<PreflightReport.Check> record) {
+    return step(engines.health(engine), engine.iid(), "health", "200", record).compose(healthy -> !healthy ? Future.succeededFuture()
+        : step(engines.modelListed(engine), engine.iid(), "model", cfg.model(), record)
+            .compose(listed -> engines.attestation(engine).transform(ar -> {
+              boolean pinned = cfg.engineContract() != null;
+              if (ar.failed()) {
+                String why = CheckFailure.reasonOf(ar.cause());
+                record.accept(new PreflightReport.Check(engine.iid(), "contract", !pinned,
+                    pinned ? "attestation unavailable: " + why : "no attestation (" + why + "); no contract pinned"));
+                return Future.succeededFuture();
+              }
+              EngineAttestation attested = ar.result();
+              facts.put(engine.iid(), new EngineFacts.Facts(attested.kvLeaseS(), attested.sideChannel(), attested.connector()));
+              String mismatch = attested.mismatch(cfg.engineContract());
+              record.accept(new PreflightReport.Check(engine.iid(), "contract", mismatch == null,
+                  mismatch == null ? (pinned ? "matches" : "no contract pinned") : mismatch));
+              return Future.succeededFuture();
+            })));
   }
 
-  private Future<Void> transferCheck(EngineClient client, EngineConfig producer, EngineConfig consumer,
+  private Future<Void> transferCheck(EngineChecks engines, EngineConfig producer, EngineConfig consumer,
                                      Consumer<PreflightReport.Check> record) {
-    String target = producer.iid() + "→" + consumer.iid();
-    JsonObject body = new JsonObject().put("model", cfg.model())
-        .put("prompt", "narwhal preflight " + UUID.randomUUID()).put("max_tokens", 2);
-    String rid = "preflight-" + UUID.randomUUID();
     EngineFacts.Facts pf = facts.get(producer.iid());
-    HandoffExpectations expected = new HandoffExpectations(HandoffExpectations.DEFAULT_TRANSFER_MODE,
-        pf.connector() != null ? pf.connector() : cfg.engine().connector(), cfg.engine().connector(), pf.sideChannel());
-    return client.prefill(new PrefillCall(producer.url(), "/v1/completions", body, cfg.model(), rid + "-prefill",
-            cfg.serving().prefillTimeoutMs(), expected))
-        .compose(handoff -> client.decode(handoff, new DecodeCall(consumer.url(), "/v1/completions", body, cfg.model(),
-            rid + "-decode", consumer.iid().equals(producer.iid()), cfg.engine().firstTokenTimeoutMs(),
-            cfg.engine().decodeReadTimeoutMs())).end())
-        .map(end -> {
-          record.accept(new PreflightReport.Check(target, "kv transfer", true, "decoded with the handoff"));
-          return (Void) null;
-        })
-        .recover(err -> {
-          record.accept(new PreflightReport.Check(target, "kv transfer", false, err.getMessage()));
-          return Future.succeededFuture();
-        });
+    EngineAttestation attested = new EngineAttestation(null, pf.kvLeaseS(), pf.sideChannel(), pf.connector());
+    return step(engines.transfer(producer, consumer, engines.expectations(attested), ProbeBounds.preflight(cfg), "preflight"),
+        producer.iid() + "→" + consumer.iid(), "kv transfer", "decoded with the handoff", record).mapEmpty();
   }
 
-  private boolean listsModel(JsonObject models) {
-    JsonArray data = models.getJsonArray("data", new JsonArray());
-    return data.stream().anyMatch(m -> m instanceof JsonObject o && cfg.model().equals(o.getString("id")));
-  }
-
-  private void learn(EngineConfig engine, JsonObject attestation) {
-    JsonObject kv = attestation.getJsonObject("kv_transfer_config", new JsonObject());
-    JsonObject extra = kv.getJsonObject("kv_connector_extra_config", new JsonObject());
-    Double lease = extra.getValue("kv_lease_duration") instanceof Number n ? n.doubleValue() : null;
-    JsonObject side = attestation.getJsonObject("kv_side_channel");
-    String sideChannel = !engine.kvSideChannel().isEmpty() ? engine.kvSideChannel()
-        : side != null && side.getValue("host") != null ? side.getValue("host") + ":" + side.getValue("port") : null;
-    String connector = kv.getValue("kv_connector") instanceof String c ? EngineContract.connectorFamily(c) : null;
-    facts.put(engine.iid(), new EngineFacts.Facts(lease, sideChannel, connector));
-  }
-
-  private Future<Buffer> get(HttpClientAgent http, String url) {
-    return http.request(new RequestOptions().setMethod(HttpMethod.GET).setAbsoluteURI(url).setTimeout(cfg.engine().healthTimeoutMs()))
-        .compose(req -> req.send())
-        .compose(resp -> resp.statusCode() == 200 ? resp.body()
-            : Future.failedFuture(new IllegalStateException("HTTP " + resp.statusCode())));
+  /** Records one check's row: {@code passed} when it succeeds, the failed step and its reason when not. */
+  private static Future<Boolean> step(Future<Void> check, String target, String name, String passed,
+                                      Consumer<PreflightReport.Check> record) {
+    return check.transform(ar -> {
+      record.accept(new PreflightReport.Check(target, name, ar.succeeded(), ar.succeeded() ? passed : CheckFailure.describe(ar.cause())));
+      return Future.succeededFuture(ar.succeeded());
+    });
   }
 }

@@ -57,7 +57,7 @@ final class RouterInstance extends VerticleBase {
   public Future<?> start() {
     NarwhalConfig cfg = config.get();
     engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
-        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, Access.engineKey(cfg, shared.env())));
+        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, cfg.engine().engineApiKey(shared.env())));
     ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, shared.metrics()), shared.retryBudget(),
         shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.admission());
     return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)

@@ -39,6 +39,6 @@ class AccessTest {
     assertEquals("server.api_key_env", e.key());
     Access open = Access.resolve(fleet("", "", ""), name -> null);
     assertTrue(open.clients().isOpen() && open.ops().isOpen());
-    assertEquals("", Access.engineKey(fleet("", "", "ENGINE"), name -> null));
+    assertEquals("", fleet("", "", "ENGINE").engine().engineApiKey(name -> null));
   }
 }

@@ -81,6 +81,7 @@ class NonStreamingFidelityTest {
         }
       }
       if (r.nextBoolean()) body.put("logprobs", true).put("top_logprobs", r.nextInt(4));
+      if (r.nextInt(4) == 0) body.put("chat_template_kwargs", new JsonObject().put("enable_thinking", false));
     } else {
       body.put("prompt", prompt.toString());
       if (r.nextBoolean()) body.put("logprobs", r.nextInt(4));

@@ -34,6 +34,15 @@ import java.util.function.UnaryOperator;
 final class RouterHarness implements AutoCloseable {
   static final String MODEL = SimEngineOptions.DEFAULT_MODEL;
   static final String ADMIN_TOKEN = "test-admin-token";
+  /** A fleet file naming this variable in {@code engine.engine_api_key_env} gets {@link #ENGINE_KEY} from {@link #ENV}. */
+  static final String ENGINE_KEY_ENV = "NARWHAL_TEST_ENGINE_KEY";
+  static final String ENGINE_KEY = "sk-test-engine-key";
+  /** The environment every part of the harness reads: the admin token and the engines' API key. */
+  static final UnaryOperator<String> ENV = name -> switch (name) {
+    case "NARWHAL_ADMIN_TOKEN" -> ADMIN_TOKEN;
+    case ENGINE_KEY_ENV -> ENGINE_KEY;
+    default -> null;
+  };
 
   final Map<String, SimEngine> engines = new LinkedHashMap<>();
   final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -47,6 +56,8 @@ final class RouterHarness implements AutoCloseable {
   final java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong(1_000_000);
   NarwhalConfig config;
   RouterVerticle router;
+  /** The strict preflight the harness passed before deploying the router. */
+  PreflightReport preflight;
 
   private RouterHarness() throws Exception {
     journal = Files.createTempFile("narwhal-journal", ".jsonl");
@@ -66,7 +77,7 @@ final class RouterHarness implements AutoCloseable {
   /** As above; {@code env} is the environment the router and breaker read (besides the admin token). */
   static RouterHarness start(List<String> engineSpecs, UnaryOperator<JsonObject> tune,
                              BiConsumer<String, SimEngineOptions> simTune, Map<String, String> env) throws Exception {
-    UnaryOperator<String> environment = name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? ADMIN_TOKEN : env.get(name);
+    UnaryOperator<String> environment = name -> env.containsKey(name) ? env.get(name) : ENV.apply(name);
     RouterHarness h = new RouterHarness();
     for (String spec : engineSpecs) {
       String[] parts = spec.split(":");
@@ -82,8 +93,8 @@ final class RouterHarness implements AutoCloseable {
         .put("engine", new JsonObject().put("first_token_timeout_s", 5).put("decode_read_timeout_s", 5));
     h.config = NarwhalConfig.fromJson(tune.apply(json));
     EngineFacts facts = new EngineFacts();
-    PreflightReport report = await(new Preflight(h.vertx, h.config, facts).run(c -> { }));
-    if (!report.passed()) throw new IllegalStateException(report.table());
+    h.preflight = await(new Preflight(h.vertx, h.config, facts, environment).run(c -> { }));
+    if (!h.preflight.passed()) throw new IllegalStateException(h.preflight.table());
     h.engines.values().forEach(SimEngine::clearRequests);
     await(h.vertx.deployVerticle(new PlacementVerticle(h.config.engines())));
     await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry, h.clock::get, environment)));

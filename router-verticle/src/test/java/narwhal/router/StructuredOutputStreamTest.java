@@ -53,7 +53,8 @@ class StructuredOutputStreamTest {
 
   @Test
   void aStreamOfOnlyToolCallDeltasIsServed() throws Exception {
-    RouterHarness.Reply reply = h.post("/v1/chat/completions", withTool(chat(true, 4)));
+    JsonObject noThinking = withTool(chat(true, 4)).put("chat_template_kwargs", new JsonObject().put("enable_thinking", false));
+    RouterHarness.Reply reply = h.post("/v1/chat/completions", noThinking);
     assertEquals(200, reply.status(), reply.body());
     assertEquals("[DONE]", reply.events().get(reply.events().size() - 1));
     assertEquals("", reply.streamedText(), "no text at all: the output is the tool call");

@@ -3,6 +3,7 @@ package narwhal.common.config;
 import io.vertx.core.json.JsonObject;
 import java.util.List;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 
 /**
  * How the router talks to every engine: per-leg timeouts (a first token must come within
@@ -67,6 +68,16 @@ public record EngineSettings(
 
   public long kvLeaseMs() {
     return Seconds.toMillis(kvLeaseS);
+  }
+
+  /**
+   * The engines' API key: the value of the environment variable {@code engine_api_key_env} names, read through
+   * {@code env}; empty when no variable is named or it is unset (requests then carry no key).
+   */
+  public String engineApiKey(UnaryOperator<String> env) {
+    if (engineApiKeyEnv.isEmpty()) return "";
+    String value = env.apply(engineApiKeyEnv);
+    return value == null ? "" : value.trim();
   }
 
   public JsonObject toJson() {

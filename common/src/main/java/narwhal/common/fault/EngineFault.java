@@ -25,13 +25,17 @@ public final class EngineFault extends RuntimeException {
     this.errorType = errorType;
   }
 
-  /** An engine's HTTP error answer, classified by its status; 4xx answers keep the engine's own status. */
+  /**
+   * An engine's HTTP error answer, classified by its status; 4xx answers keep the engine's own status and message
+   * (or say the status when the engine gave no message: a detail is never empty).
+   */
   public static EngineFault ofStatus(Phase phase, int status, String engineMessage) {
     FaultKind kind = FaultKind.ofEngineStatus(status);
     int clientStatus = kind == FaultKind.ENGINE_REJECTED ? status : kind.defaultStatus();
-    String detail = kind == FaultKind.ENGINE_REJECTED
+    boolean silent = engineMessage == null || engineMessage.isBlank();
+    String detail = kind == FaultKind.ENGINE_REJECTED && !silent
         ? engineMessage
-        : "engine answered HTTP " + status + (engineMessage == null || engineMessage.isEmpty() ? "" : ": " + engineMessage);
+        : "engine answered HTTP " + status + (silent ? "" : ": " + engineMessage);
     return new EngineFault(kind, phase, clientStatus, detail, kind == FaultKind.ENGINE_REJECTED ? "invalid_request_error" : null);
   }
 

@@ -218,11 +218,15 @@ public final class EngineClient {
     return false;
   }
 
-  /** The engine's own error message, from vLLM's nested or legacy flat error shape. */
-  static String errorMessage(Buffer body) {
+  /**
+   * The engine's own error message, from vLLM's nested or legacy flat error shape, or its authentication
+   * middleware's {@code {"error": "Unauthorized"}}; empty when the body carries none.
+   */
+  public static String errorMessage(Buffer body) {
     try {
       JsonObject json = new JsonObject(body);
       if (json.getValue("error") instanceof JsonObject err && err.getValue("message") instanceof String m) return m;
+      if (json.getValue("error") instanceof String m) return m;
       if (json.getValue("message") instanceof String m) return m;
       if (json.getValue("detail") instanceof String m) return m;
     } catch (RuntimeException notJson) {
