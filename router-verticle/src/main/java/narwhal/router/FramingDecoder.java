@@ -22,7 +22,8 @@ import java.util.List;
  * never reads a request's length differently from a proxy in front of it (request smuggling). Netty lets
  * {@code Transfer-Encoding: chunked} silently win over {@code Content-Length}, reads a request whose transfer coding
  * it does not know as having no body (its body then parses as the next request), and takes the first of two
- * HTTP/1.0 {@code Content-Length} fields. Here each of these fails the request head with a {@link Refused} naming
+ * HTTP/1.0 {@code Content-Length} fields; RFC 9112 §3.2 also wants exactly one {@code Host} in an HTTP/1.1 request.
+ * Here each of these fails the request head with a {@link Refused} naming
  * the fault: the server's invalid-request handler answers 400 and closes, and the decoder discards everything
  * else the connection sends.
  */
@@ -86,6 +87,10 @@ final class FramingDecoder extends VertxHttpRequestDecoder {
   }
 
   private void checkFraming(HttpRequest request) {
+    int hosts = request.headers().getAll(HttpHeaderNames.HOST).size();
+    if (hosts > 1 || hosts == 0 && request.protocolVersion().minorVersion() == 1) {
+      throw new Refused("Host: expected exactly one Host header in an HTTP/1.1 request");
+    }
     if (contentLengthFields > 1) throw new Refused("Content-Length: expected a single decimal number of bytes");
     List<String> fields = request.headers().getAll(HttpHeaderNames.TRANSFER_ENCODING);
     if (fields.isEmpty()) return;

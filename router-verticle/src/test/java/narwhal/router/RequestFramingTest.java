@@ -123,6 +123,19 @@ class RequestFramingTest {
     refusedThenClosed("POST /v1/completions HTTP/1.2\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "unsupported HTTP version HTTP/1.2");
     refusedThenClosed("POST /v1/completions http/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "unsupported HTTP version http/1.1");
     refusedThenClosed("POST /v1/completions HTTP/7.0\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "unsupported HTTP version");
+    refusedThenClosed("POST /v1/completions HTTP/1.1 x\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "unsupported HTTP version");
+  }
+
+  @Test
+  void headerOdditiesAreRefused() throws Exception {
+    String host = "Host: expected exactly one Host header";
+    refusedThenClosed("POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", host);
+    refusedThenClosed(POST + "Host: y\r\nContent-Length: 2\r\n\r\n{}", host);
+    refusedThenClosed(POST + "Transfer-Encoding : chunked\r\n\r\n" + CHUNKED_BODY, "malformed HTTP request");
+    refusedThenClosed(POST + "Content-Length: 2\r\nX-Bare: lf\nTransfer-Encoding: chunked\r\n\r\n{}", "malformed HTTP request");
+    refusedThenClosed(POST + "Content-Length: 2\r\nX-Cr: a\rb\r\n\r\n{}", "malformed HTTP request");
+    refusedThenClosed(POST + "Transfer-Encoding: \"chunked\"\r\n\r\n" + CHUNKED_BODY, "Transfer-Encoding: the final coding must be chunked");
+    refusedThenClosed(POST + "Content-Length: 2\r\nTransfer-Encoding:\r\n chunked\r\n\r\n{}", "Content-Length together with Transfer-Encoding");
   }
 
   @Test
