@@ -9,7 +9,7 @@ import java.util.Random;
 
 /**
  * The hostile inputs of R5, grouped: malformed JSON, wrong types, huge bodies, invalid UTF-8, HTTP framing,
- * header floods and slow senders. Each case is a raw byte script and what a correct edge answers.
+ * request smuggling (each case with a second request behind it), header floods and slow senders. Each case is a raw byte script and what a correct edge answers.
  */
 final class FuzzCases {
   static final String C = "/v1/completions";
@@ -23,7 +23,11 @@ final class FuzzCases {
     /** Valid if odd input: a 200 or a 4xx, never a 5xx. */
     NO_5XX("200 or 4xx"),
     /** A slow or silent sender: a 4xx (408) or the connection closed, within the bound; never held forever. */
-    BOUNDED("408/4xx or close, in time");
+    BOUNDED("408/4xx or close, in time"),
+    /** Ambiguous framing (RFC 9112 §6): one 4xx, then the connection closed; the request sent behind it never answered. */
+    REFUSED_ALONE("4xx + close, next unserved"),
+    /** Odd but well-framed: the request and the one pipelined behind it are both served. */
+    BOTH_SERVED("both served");
 
     final String text;
 
@@ -113,6 +117,7 @@ final class FuzzCases {
     for (int i = 0; i < 50; i++) pipelined.append("POST " + C + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n{bad}");
     out.add(new Case("HTTP framing", "50 malformed requests pipelined", new RawHttp.Script(List.of(new RawHttp.Step(0,
         RawHttp.text(pipelined.toString()))), 50), Expect.ANSWER_4XX, false));
+    smuggling(out, ok + "}");
     // header floods
     StringBuilder many = new StringBuilder();
     for (int i = 0; i < 2000; i++) many.append("X-Flood-").append(i).append(": ").append("v".repeat(8)).append("\r\n");
@@ -135,6 +140,95 @@ final class FuzzCases {
         RawHttp.text("POST " + C + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"model\":"))), 1),
         Expect.BOUNDED, true));
     return out;
+  }
+
+  /**
+   * Request smuggling: each case is followed on its connection by {@code GET /health}. Ambiguous framing must be
+   * refused with the connection closed, so that the request behind it is never answered; odd but well-framed
+   * requests (and the one behind them) must be served.
+   */
+  private static void smuggling(List<Case> out, String body) {
+    String post = "POST " + C + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+    String cl = "Content-Length: " + body.length() + "\r\n";
+    String chunk = Integer.toHexString(body.length()) + "\r\n" + body + "\r\n0\r\n\r\n";
+    String http10 = "POST " + C + " HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\n";
+    // Content-Length together with Transfer-Encoding
+    refused(out, "CL then TE: chunked (CL.TE)", post + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk);
+    refused(out, "TE: chunked then CL (TE.CL)", post + "Transfer-Encoding: chunked\r\nContent-Length: " + chunk.length() + "\r\n\r\n" + chunk);
+    refused(out, "CL 0 + TE: chunked hiding a request", post + "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        + "GET /narwhal/state HTTP/1.1\r\nHost: x\r\n\r\n");
+    refused(out, "CL + TE: xchunked", post + cl + "Transfer-Encoding: xchunked\r\n\r\n" + body);
+    refused(out, "CL + TE: identity", post + cl + "Transfer-Encoding: identity\r\n\r\n" + body);
+    refused(out, "CL + TE: CHUNKED (upper case)", post + cl + "Transfer-Encoding: CHUNKED\r\n\r\n" + chunk);
+    refused(out, "CL + TE folded onto a second line", post + cl + "Transfer-Encoding:\r\n chunked\r\n\r\n" + body);
+    // Transfer-Encoding alone: the final coding must be chunked, and nothing else is implemented
+    refused(out, "TE: xchunked", post + "Transfer-Encoding: xchunked\r\n\r\n" + chunk);
+    refused(out, "TE: identity", post + "Transfer-Encoding: identity\r\n\r\n" + chunk);
+    refused(out, "TE: chunked, gzip (final not chunked)", post + "Transfer-Encoding: chunked, gzip\r\n\r\n" + chunk);
+    refused(out, "TE: gzip, chunked (coding not implemented)", post + "Transfer-Encoding: gzip, chunked\r\n\r\n" + chunk);
+    refused(out, "TE: chunked, chunked", post + "Transfer-Encoding: chunked, chunked\r\n\r\n" + chunk);
+    refused(out, "TE: chunked repeated as two headers", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk);
+    refused(out, "TE: chunked then TE: identity", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n" + chunk);
+    refused(out, "TE: empty", post + "Transfer-Encoding: \r\n\r\n" + chunk);
+    refused(out, "TE: chunked, (empty last element)", post + "Transfer-Encoding: chunked,\r\n\r\n" + chunk);
+    refused(out, "TE: \"chunked\" (quoted)", post + "Transfer-Encoding: \"chunked\"\r\n\r\n" + chunk);
+    refused(out, "TE: chunked;q=1 (parameter)", post + "Transfer-Encoding: chunked;q=1\r\n\r\n" + chunk);
+    refused(out, "TE: chunk\u00e9d (non-ASCII)", post + "Transfer-Encoding: chunk\u00e9d\r\n\r\n" + chunk);
+    refused(out, "TE: \\x0bchunked (vertical tab)", post + "Transfer-Encoding: \u000bchunked\r\n\r\n" + chunk);
+    refused(out, "TE with a space before the colon", post + "Transfer-Encoding : chunked\r\n\r\n" + chunk);
+    refused(out, "TE: chunked in HTTP/1.0", http10 + "Transfer-Encoding: chunked\r\n\r\n" + chunk);
+    // Content-Length: one decimal number
+    refused(out, "CL: abc", post + "Content-Length: abc\r\n\r\n" + body);
+    refused(out, "CL: -5", post + "Content-Length: -5\r\n\r\n" + body);
+    refused(out, "CL: +N (signed)", post + "Content-Length: +" + body.length() + "\r\n\r\n" + body);
+    refused(out, "CL: 0x.. (hex)", post + "Content-Length: 0x" + Integer.toHexString(body.length()) + "\r\n\r\n" + body);
+    refused(out, "CL: empty", post + "Content-Length: \r\n\r\n" + body);
+    refused(out, "CL: 31 digits", post + "Content-Length: 1" + "0".repeat(30) + "\r\n\r\n" + body);
+    refused(out, "two different CLs", post + cl + "Content-Length: 4\r\n\r\n" + body);
+    refused(out, "two equal CLs", post + cl + cl + "\r\n" + body);
+    refused(out, "CL: N, N (list)", post + "Content-Length: " + body.length() + ", " + body.length() + "\r\n\r\n" + body);
+    refused(out, "two different CLs in HTTP/1.0", http10 + cl + "Content-Length: 4\r\n\r\n" + body);
+    refused(out, "CL with a space before the colon", post + "Content-Length : " + body.length() + "\r\n\r\n" + body);
+    // request line and header oddities
+    refused(out, "HTTP/1.2", "POST " + C + " HTTP/1.2\r\nHost: x\r\n" + cl + "\r\n" + body);
+    refused(out, "http/1.1 (lower case)", "POST " + C + " http/1.1\r\nHost: x\r\n" + cl + "\r\n" + body);
+    refused(out, "extra token after the version", "POST " + C + " HTTP/1.1 x\r\nHost: x\r\n" + cl + "\r\n" + body);
+    refused(out, "request line without version", "POST " + C + "\r\nHost: x\r\n" + cl + "\r\n" + body);
+    refused(out, "bare LF line endings", "POST " + C + " HTTP/1.1\nHost: x\n" + cl.replace("\r", "") + "\n" + body);
+    refused(out, "bare LF hiding a TE header", post + cl + "X-A: b\nTransfer-Encoding: chunked\r\n\r\n" + body);
+    refused(out, "bare CR in a header value", post + cl + "X-A: b\rTransfer-Encoding: chunked\r\n\r\n" + body);
+    refused(out, "NUL in a header value", post + cl + "X-A: b\u0000c\r\n\r\n" + body);
+    refused(out, "header line without a colon", post + cl + "Transfer-Encoding chunked\r\n\r\n" + body);
+    refused(out, "HTTP/1.1 without Host", "POST " + C + " HTTP/1.1\r\nContent-Type: application/json\r\n" + cl + "\r\n" + body);
+    refused(out, "two Host headers", post + "Host: y\r\n" + cl + "\r\n" + body);
+    // broken chunked bodies
+    refused(out, "chunk size not hex", post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body + "\r\n0\r\n\r\n");
+    refused(out, "chunk longer than its size", post + "Transfer-Encoding: chunked\r\n\r\n" + Integer.toHexString(body.length() - 4) + "\r\n"
+        + body + "\r\n0\r\n\r\n");
+    refused(out, "chunks with bare LF", post + "Transfer-Encoding: chunked\r\n\r\n" + chunk.replace("\r", ""));
+    // odd but well-framed: served, and so is the request behind
+    served(out, "keep-alive: CL then GET", post + cl + "\r\n" + body);
+    served(out, "keep-alive: chunked then GET", post + "Transfer-Encoding: chunked\r\n\r\n" + chunk);
+    served(out, "TE: Chunked (case)", post + "Transfer-Encoding: Chunked\r\n\r\n" + chunk);
+    served(out, "TE: <tab>chunked<space> (whitespace)", post + "Transfer-Encoding:\tchunked \r\n\r\n" + chunk);
+    served(out, "chunk extension, zero-padded size, trailer", post + "Transfer-Encoding: chunked\r\n\r\n000" + Integer.toHexString(body.length())
+        + ";ext=1\r\n" + body + "\r\n0\r\nX-Trailer: t\r\n\r\n");
+    served(out, "obs-fold in another header (unfolded)", post + cl + "X-Folded: a\r\n b\r\n\r\n" + body);
+    served(out, "empty line before the request line", "\r\n" + post + cl + "\r\n" + body);
+  }
+
+  private static void refused(List<Case> out, String name, String request) {
+    pipelined(out, name, request, Expect.REFUSED_ALONE);
+  }
+
+  private static void served(List<Case> out, String name, String request) {
+    pipelined(out, name, request, Expect.BOTH_SERVED);
+  }
+
+  private static void pipelined(List<Case> out, String name, String request, Expect expect) {
+    String behind = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    out.add(new Case("request smuggling", name, new RawHttp.Script(List.of(new RawHttp.Step(0, RawHttp.text(request + behind))), 2),
+        expect, false));
   }
 
   private static void json(List<Case> out, String group, String name, String path, String body) {

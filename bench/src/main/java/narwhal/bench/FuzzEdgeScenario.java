@@ -19,7 +19,8 @@ import java.util.TreeMap;
 /**
  * R5. Sends every {@link FuzzCases} case to a router replica over a raw socket and checks the answer: a 4xx for
  * hostile input, never a 5xx, never a connection held forever; after each case the router must still answer
- * {@code /health} and serve a real completion. Then a crowd of stalled connections (is the router still serving
+ * {@code /health} and serve a real completion; a request-smuggling case must be refused with its connection closed,
+ * the request pipelined behind it never answered. Then a crowd of stalled connections (is the router still serving
  * while they hang?) and a flood of malformed requests. The router's heap is sampled throughout and measured after
  * a full collection before and after; its journal must hold no 5xx row.
  */
@@ -67,6 +68,7 @@ final class FuzzEdgeScenario implements Scenario {
     int any5xx = 0;
     int hangs = 0;
     int notServing = 0;
+    int smuggled = 0;
     List<String> failures = new ArrayList<>();
     for (int i = 0; i < cases.size(); i++) {
       FuzzCases.Case c = cases.get(i);
@@ -78,7 +80,10 @@ final class FuzzEdgeScenario implements Scenario {
         case ANSWER_4XX -> a.all4xx(c.script().answers());
         case NO_5XX -> a.answered() && !a.any5xx() && a.statuses().stream().allMatch(s -> s == 200 || s >= 400 && s < 500);
         case BOUNDED -> !a.any5xx() && (a.all4xx() || a.closedByServer()) && a.millis() < wait;
+        case REFUSED_ALONE -> a.statuses().size() == 1 && a.all4xx() && a.closedByServer();
+        case BOTH_SERVED -> a.statuses().equals(List.of(200, 200));
       } && serving;
+      if (c.expect() == FuzzCases.Expect.REFUSED_ALONE && a.statuses().size() > 1) smuggled++;
       if (a.any5xx()) any5xx++;
       if (a.ending().startsWith("held open")) hangs++;
       if (!serving) notServing++;
@@ -116,6 +121,7 @@ final class FuzzEdgeScenario implements Scenario {
     int total = cases.size() + 2;
     report.verdict(Verdict.check("R5", "hostile inputs answered as expected", passed + " / " + total, "all", passed == total));
     report.verdict(Verdict.check("R5", "5xx answers (and 5xx journal rows)", any5xx + " (" + rows5xx + ")", "0", any5xx == 0 && rows5xx == 0));
+    report.verdict(Verdict.check("R5", "requests answered behind a refused framing (smuggled)", String.valueOf(smuggled), "0", smuggled == 0));
     report.verdict(Verdict.check("R5", "connections held open without an answer (slow senders)", String.valueOf(hangs), "0", hangs == 0));
     report.verdict(Verdict.check("R5", "cases after which the router stopped serving, or died", notServing + (router.alive() ? "" : ", died"),
         "0", notServing == 0 && router.alive()));

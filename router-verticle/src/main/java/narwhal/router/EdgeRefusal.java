@@ -1,5 +1,6 @@
 package narwhal.router;
 
+import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -7,8 +8,8 @@ import io.vertx.ext.web.RoutingContext;
 import java.time.Instant;
 
 /**
- * Answers an inference request refused at the edge (invalid body, too large, in-flight limit) and gives it its
- * journal row and metrics, like every other ending: one terminal row per request.
+ * Answers a request refused at the edge (a request head the decoder refused, invalid body, too large, in-flight
+ * limit) and gives it its journal row and metrics, like every other ending: one terminal row per request.
  */
 final class EdgeRefusal {
   static final String ARRIVED = "narwhal.arrived";
@@ -25,11 +26,15 @@ final class EdgeRefusal {
 
   /** {@code terminal} is {@code invalid} or {@code rejected}. */
   static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, String terminal) {
+    refuse(ctx, rc.request(), rc.get(RouterInstance.RID), rc.get(ARRIVED), rc.get(ARRIVED_NANOS), error, terminal);
+  }
+
+  /** The same for a request that never reached the router's routes (a request head the decoder refused). */
+  static void refuse(RouterContext ctx, HttpServerRequest request, String rid, Instant arrived, long arrivedNanos, EdgeError error,
+      String terminal) {
     if ("invalid".equals(terminal)) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
-    error.send(rc.response());
-    Instant arrived = rc.get(ARRIVED);
-    long arrivedNanos = rc.get(ARRIVED_NANOS);
-    ctx.journal().append(new JsonObject().put("rid", rc.get(RouterInstance.RID)).put("client_rid", rc.request().getHeader("x-request-id"))
+    error.send(request.response());
+    ctx.journal().append(new JsonObject().put("rid", rid).put("client_rid", request.getHeader("x-request-id"))
         .put("arrived", arrived.toString()).put("terminal", terminal).put("reason", error.reason()).put("status", error.status())
         .put("error_type", error.type()).put("ttft_s", (Object) null).put("first_byte_s", (Object) null)
         .put("prefill_iid", (Object) null).put("decode_iid", (Object) null).put("crossed", (Object) null).put("attempts", 0)

@@ -5,23 +5,22 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
-import io.netty.handler.codec.DecoderResult;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponse;
-import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
 import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.net.impl.ConnectionBase;
 
 /**
- * Makes HTTP/1.x framing errors answerable (R5). Vert.x closes a connection whose body framing breaks (a bad chunk
- * size) before anything written in reply is flushed, and answers an unknown HTTP version with a 501 in that
- * version. This handler, placed between Netty's HTTP codec and Vert.x's connection handler, turns an unknown version into a failed request head
- * (answered by the server's invalid-request handler) and a broken body into an ended one, reported through
+ * Makes HTTP/1.x framing errors answerable (R5). Installs the {@link FramingDecoder} (RFC 9112 §6: request heads
+ * whose framing is ambiguous are refused) in place of Vert.x's decoder, and itself sits between the decoder and
+ * Vert.x's connection handler: Vert.x closes a connection whose body framing breaks (a bad chunk size) before
+ * anything written in reply is flushed, so a broken body is turned into an ended one, reported through
  * {@code onBrokenBody} so the router refuses the request instead of serving what arrived; the response to a broken
  * body says {@code connection: close} and the connection closes once it is written.
  */
@@ -37,30 +36,22 @@ final class FramingGuard extends ChannelDuplexHandler {
     this.onBrokenBody = onBrokenBody;
   }
 
-  /** Installs the guard on an HTTP/1.x server connection; other connections are left as they are. */
-  static void install(HttpConnection connection, Runnable onBrokenBody) {
+  /**
+   * Installs the decoder and the guard on an HTTP/1.x server connection, from its connection handler (before any
+   * byte is read); other connections are left as they are.
+   */
+  static void install(HttpConnection connection, HttpServerOptions options, Runnable onBrokenBody) {
     if (!(connection instanceof ConnectionBase base)) return;
     ChannelPipeline pipeline = base.channel().pipeline();
     if (pipeline.get(DECODER) != null && pipeline.get(VERTX_HANDLER) != null && pipeline.get(NAME) == null) {
+      pipeline.replace(DECODER, DECODER, new FramingDecoder(options));
       pipeline.addBefore(VERTX_HANDLER, NAME, new FramingGuard(onBrokenBody));
-    }
-  }
-
-  /** The failure a request head with an unknown HTTP version carries. */
-  static final class UnsupportedVersion extends IllegalArgumentException {
-    UnsupportedVersion(String version) {
-      super("unsupported HTTP version " + version);
     }
   }
 
   @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) {
-    if (msg instanceof HttpRequest request && request.decoderResult().isSuccess()
-        && request.protocolVersion() != HttpVersion.HTTP_1_1 && request.protocolVersion() != HttpVersion.HTTP_1_0) {
-      String version = request.protocolVersion().text();
-      request.setProtocolVersion(HttpVersion.HTTP_1_1);
-      request.setDecoderResult(DecoderResult.failure(new UnsupportedVersion(version)));
-    } else if (!(msg instanceof HttpRequest) && msg instanceof HttpContent content && content.decoderResult().isFailure()) {
+    if (!(msg instanceof HttpRequest) && msg instanceof HttpContent content && content.decoderResult().isFailure()) {
       ReferenceCountUtil.release(content);
       if (broken) return;
       broken = true;

@@ -1,5 +1,7 @@
 package narwhal.router;
 
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.DecodeException;
@@ -44,7 +46,7 @@ final class InferenceHandler implements Handler<RoutingContext> {
     try {
       body = parse(rc.body().buffer());
     } catch (DecodeException | ClassCastException e) {
-      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("body: expected a JSON object in UTF-8", null), "invalid");
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid(bodyFault(e), null), "invalid");
       return;
     }
     Optional<EdgeError> invalid = RequestValidator.check(body, chat, cfg.model());
@@ -70,6 +72,22 @@ final class InferenceHandler implements Handler<RoutingContext> {
     ClientSink sink = stream ? new SseRelay(rc.response())
         : new JsonAssembler(rc.response(), chat, rid, cfg.model(), body.getValue("tool_choice"));
     new RequestLifecycle(ctx, request, sink, ctx.admission()::finished).start();
+  }
+
+  /** What the client is told about a body that is not a usable JSON object: a parser limit it went past is named. */
+  static String bodyFault(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof StreamConstraintsException limit) {
+        StreamReadConstraints max = StreamReadConstraints.defaults();
+        String what = String.valueOf(limit.getMessage());
+        if (what.startsWith("Document nesting depth")) return "body: JSON nested deeper than " + max.getMaxNestingDepth() + " levels";
+        if (what.startsWith("Number value length")) return "body: a JSON number longer than " + max.getMaxNumberLength() + " characters";
+        if (what.startsWith("String value length")) return "body: a JSON string longer than " + max.getMaxStringLength() + " characters";
+        if (what.startsWith("Name length")) return "body: a JSON field name longer than " + max.getMaxNameLength() + " characters";
+        return "body: JSON beyond the parser's limits";
+      }
+    }
+    return "body: expected a JSON object in UTF-8";
   }
 
   /** The body as a JSON object: strictly UTF-8 (no overlong forms, no encoded surrogates), an object at the top. */

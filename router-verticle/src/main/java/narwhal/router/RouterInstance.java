@@ -19,6 +19,7 @@ import narwhal.common.config.NarwhalConfig;
 import narwhal.engines.client.EngineClient;
 import narwhal.engines.client.EngineClientOptions;
 
+import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -42,6 +43,7 @@ final class RouterInstance extends VerticleBase {
   private final Supplier<NarwhalConfig> config;
   private final int port;
   private HttpServer server;
+  private HttpServerOptions serverOptions;
   private EngineClient engines;
   private RouterContext ctx;
   private final java.util.Map<HttpConnection, Long> awaitingFirstRequest = new java.util.HashMap<>();
@@ -60,8 +62,9 @@ final class RouterInstance extends VerticleBase {
         cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, cfg.engine().engineApiKey(shared.env())));
     ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, shared.metrics()), shared.retryBudget(),
         shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.admission());
-    return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
-            .setHttp2ClearTextEnabled(false))
+    serverOptions = new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
+        .setHttp2ClearTextEnabled(false);
+    return vertx.createHttpServer(serverOptions)
         .connectionHandler(this::connected).invalidRequestHandler(this::malformed).requestHandler(router(cfg)).listen()
         .onSuccess(s -> server = s);
   }
@@ -78,22 +81,25 @@ final class RouterInstance extends VerticleBase {
   }
 
   private void connected(HttpConnection connection) {
-    FramingGuard.install(connection, () -> brokenBodies.add(connection));
+    FramingGuard.install(connection, serverOptions, () -> brokenBodies.add(connection));
     firstRequestDeadline(connection);
   }
 
-  /** A request head the HTTP decoder could not read (or an unknown HTTP version): 4xx with the contract's error, then close. */
+  /**
+   * A request head the HTTP decoder could not read or refused ({@link FramingDecoder}): 4xx with the contract's
+   * error and a journal row, then close; the decoder reads nothing more from the connection.
+   */
   private void malformed(HttpServerRequest request) {
     Throwable cause = request.decoderResult().cause();
     EdgeError error = cause instanceof TooLongHttpLineException
         ? new EdgeError(414, "invalid_request_error", "request line too long", null, null, "invalid_request", false)
         : cause instanceof TooLongHttpHeaderException
         ? new EdgeError(431, "invalid_request_error", "request headers too large", null, null, "invalid_request", false)
-        : EdgeError.invalid(cause instanceof FramingGuard.UnsupportedVersion ? cause.getMessage() : "malformed HTTP request", null);
+        : EdgeError.invalid(cause instanceof FramingDecoder.Refused ? cause.getMessage() : "malformed HTTP request", null);
     ctx.metrics().offered();
-    ctx.metrics().invalid();
-    request.response().putHeader("x-request-id", UUID.randomUUID().toString()).putHeader("connection", "close");
-    error.send(request.response());
+    String rid = UUID.randomUUID().toString();
+    request.response().putHeader("x-request-id", rid).putHeader("connection", "close");
+    EdgeRefusal.refuse(ctx, request, rid, Instant.now(), System.nanoTime(), error, "invalid");
     request.connection().close();
   }
 

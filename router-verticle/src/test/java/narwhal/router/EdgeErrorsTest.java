@@ -57,6 +57,20 @@ class EdgeErrorsTest {
     assertError(h.post("/v1/completions", Buffer.buffer(encodedSurrogate), Map.of()), 400, "invalid_request_error", "body");
   }
 
+  /** R5: a body past the JSON parser's limits is refused with a message naming the limit, not as "not an object". */
+  @Test
+  void jsonPastTheParsersLimitsIsNamed() throws Exception {
+    String deep = "{\"prompt\":" + "[".repeat(1001) + "]".repeat(1001) + "}";
+    RouterHarness.Reply reply = h.post("/v1/completions", Buffer.buffer(deep), Map.of());
+    assertError(reply, 400, "invalid_request_error", "body: JSON nested deeper than 1000 levels");
+    assertEquals("invalid", h.journalRow(reply.requestId()).getString("terminal"));
+    String longNumber = "{\"prompt\":\"x\",\"max_tokens\":" + "9".repeat(1500) + "}";
+    assertError(h.post("/v1/completions", Buffer.buffer(longNumber), Map.of()), 400, "invalid_request_error",
+        "body: a JSON number longer than 1000 characters");
+    assertError(h.post("/v1/completions", Buffer.buffer("{\"prompt\":[[[\"x\"]]]"), Map.of()), 400, "invalid_request_error",
+        "body: expected a JSON object in UTF-8");
+  }
+
   @Test
   void slowSendersAreCutOffAtTheReceiveTimeout() throws Exception {
     try (java.net.Socket silent = new java.net.Socket("127.0.0.1", h.router.actualPort())) {
