@@ -21,6 +21,7 @@ public final class Bench {
     register(new FuzzEdgeScenario());
     register(new PropagationScenario());
     register(new ReplicaKillScenario());
+    register(new RollingRestartScenario());
   }
 
   private Bench() {

@@ -59,12 +59,21 @@ public final class BenchEnv implements AutoCloseable {
     return tmp;
   }
 
+  /** System property naming another build's jar to start routers from. */
+  public static final String ROUTER_JAR = "narwhal.bench.router.jar";
+
   public Path java() {
     return Path.of(System.getProperty("java.home"), "bin", "java");
   }
 
-  /** The runnable jar this command runs from, else {@code launcher/target/narwhal.jar}. */
+  /**
+   * The runnable jar the routers (and engine processes) run from: the one named by the system property
+   * {@value #ROUTER_JAR} (to measure another build, e.g. main before a change), else the jar this command runs from,
+   * else {@code launcher/target/narwhal.jar}.
+   */
   public Path jar() {
+    String other = System.getProperty(ROUTER_JAR);
+    if (other != null && !other.isBlank()) return Path.of(other).toAbsolutePath();
     try {
       Path self = Path.of(BenchEnv.class.getProtectionDomain().getCodeSource().getLocation().toURI());
       if (self.toString().endsWith(".jar") && self.getFileName().toString().startsWith("narwhal")) return self;

@@ -25,12 +25,15 @@ final class ClusterReplicas implements AutoCloseable {
   private final RouterProcess[] replicas;
   private final HttpWork[] clients;
   private final List<RouterProcess> started = new ArrayList<>();
+  /** Each replica's HTTP port, kept across restarts (a load balancer knows them); null: any free port each start. */
+  private final int[] ports;
 
-  private ClusterReplicas(BenchEnv env, JsonObject fleet, LoadGenerator load, List<String> names) {
+  private ClusterReplicas(BenchEnv env, JsonObject fleet, LoadGenerator load, List<String> names, int[] ports) {
     this.env = env;
     this.fleet = fleet;
     this.load = load;
     this.names = List.copyOf(names);
+    this.ports = ports;
     this.replicas = new RouterProcess[names.size()];
     this.clients = new HttpWork[names.size()];
   }
@@ -41,10 +44,20 @@ final class ClusterReplicas implements AutoCloseable {
    */
   static ClusterReplicas start(BenchEnv env, EngineFleet engines, LoadGenerator load, UnaryOperator<JsonObject> tune,
                                List<String> names) {
+    return start(env, engines, load, tune, names, false, RouterProcess.Options.plain());
+  }
+
+  /**
+   * As above; with {@code fixedPorts} each replica keeps one HTTP port across restarts ({@link #port}); every replica
+   * starts with {@code options}.
+   */
+  static ClusterReplicas start(BenchEnv env, EngineFleet engines, LoadGenerator load, UnaryOperator<JsonObject> tune,
+                               List<String> names, boolean fixedPorts, RouterProcess.Options options) {
     JsonObject fleet = tune.apply(engines.fleetFile(env.tmp().resolve("unused.jsonl"), 0));
     fleet.put("cluster", newCluster());
-    ClusterReplicas cluster = env.own(new ClusterReplicas(env, fleet, load, names));
-    for (int i = 0; i < names.size(); i++) cluster.start(i);
+    int[] ports = fixedPorts ? names.stream().mapToInt(n -> FreePort.pick()).toArray() : null;
+    ClusterReplicas cluster = env.own(new ClusterReplicas(env, fleet, load, names, ports));
+    for (int i = 0; i < names.size(); i++) cluster.start(i, options);
     cluster.awaitMembers(names.size(), 120_000);
     return cluster;
   }
@@ -85,12 +98,23 @@ final class ClusterReplicas implements AutoCloseable {
   RouterProcess start(int i, RouterProcess.Options options) {
     JsonObject own = fleet.copy();
     own.getJsonObject("journal").put("path", env.tmp().resolve(names.get(i) + "-journal.jsonl").toAbsolutePath().toString());
+    if (ports != null) own.getJsonObject("server").put("port", ports[i]);
     String name = replicas[i] == null ? names.get(i) : names.get(i) + "-restart" + started.size();
     RouterProcess router = RouterProcess.start(env, name, own, options);
     started.add(router);
     replicas[i] = router;
     clients[i] = new HttpWork(load.vertx(), load.client(256), "127.0.0.1", router.port());
     return router;
+  }
+
+  /** Replica {@code i}'s fixed HTTP port (started with fixed ports). */
+  int port(int i) {
+    return ports[i];
+  }
+
+  /** Sends SIGTERM to replica {@code i} and returns at once ({@link RouterProcess#awaitExit}). */
+  void terminate(int i) {
+    replicas[i].terminate();
   }
 
   /** SIGKILLs replica {@code i}. */

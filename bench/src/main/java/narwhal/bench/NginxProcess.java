@@ -26,18 +26,7 @@ public final class NginxProcess implements AutoCloseable {
 
   /** The nginx binary on this machine, if there is one. */
   public static Optional<Path> binary() {
-    for (String dir : List.of("/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin")) {
-      Path p = Path.of(dir, "nginx");
-      if (Files.isExecutable(p)) return Optional.of(p);
-    }
-    String path = System.getenv("PATH");
-    if (path != null) {
-      for (String dir : path.split(":")) {
-        Path p = Path.of(dir, "nginx");
-        if (!dir.isEmpty() && Files.isExecutable(p)) return Optional.of(p);
-      }
-    }
-    return Optional.empty();
+    return OsBinary.find("nginx");
   }
 
   static String config(Path dir, int listenPort, int upstreamPort, int workers, boolean root) {

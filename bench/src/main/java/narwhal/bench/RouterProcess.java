@@ -28,8 +28,8 @@ import java.util.regex.Pattern;
 public final class RouterProcess implements AutoCloseable {
   /** How long a router gets to exit after SIGTERM before SIGKILL. */
   static final long STOP_WAIT_S = 2;
-  /** How long a router may take to say it serves (a clustered one joining a loaded cluster has taken 30 s here). */
-  static final long READY_WAIT_S = 120;
+  /** How long a router may take to say it serves (a clustered one joining a loaded cluster has taken 30 s here, over 120 s on a machine at load 40–55). */
+  static final long READY_WAIT_S = 300;
   private static final Pattern SERVING = Pattern.compile("narwhal serving .* on port (\\d+)");
 
   private final Process process;
@@ -42,6 +42,7 @@ public final class RouterProcess implements AutoCloseable {
   private JvmProbe probe;
   private String stopNote;
   private long readyMs;
+  private long terminatedAt;
 
   private RouterProcess(Process process, Path log, Path fleetFile, int port, int jmxPort, boolean jfr, Deque<String> tail) {
     this.process = process;
@@ -238,10 +239,28 @@ public final class RouterProcess implements AutoCloseable {
 
   /** SIGTERM, then SIGKILL if the router is still there after {@code waitS} seconds (a clustered one leaves its cluster first). */
   public void close(long waitS) {
+    if (!process.isAlive()) {
+      if (probe != null) probe.close();
+      return;
+    }
+    terminate();
+    awaitExit(waitS);
+  }
+
+  /** Sends SIGTERM and returns at once: the router drains and stops on its own ({@link #awaitExit}). */
+  public void terminate() {
     if (probe != null) probe.close();
-    if (!process.isAlive()) return;
-    long t0 = System.nanoTime();
+    probe = null;
+    terminatedAt = System.nanoTime();
     process.destroy();
+  }
+
+  /**
+   * After {@link #terminate}: waits up to {@code waitS} seconds for the process to exit, then SIGKILLs it and says so
+   * ({@link #stopNote}). Returns the milliseconds from SIGTERM to the exit.
+   */
+  public long awaitExit(long waitS) {
+    long t0 = terminatedAt;
     try {
       if (!process.waitFor(waitS, TimeUnit.SECONDS)) {
         process.destroyForcibly();
@@ -256,5 +275,6 @@ public final class RouterProcess implements AutoCloseable {
       process.destroyForcibly();
     }
     if (stopNote != null) System.out.println("note: " + stopNote);
+    return (System.nanoTime() - t0) / 1_000_000;
   }
 }

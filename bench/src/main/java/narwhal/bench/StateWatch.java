@@ -71,7 +71,9 @@ final class StateWatch implements AutoCloseable {
 
     private void offer(int i, JsonObject state, long sent, long answered) {
       if (all.future().isComplete() || skip[i] || seen[i] != null || !condition.test(state)) return;
-      seen[i] = new Sighting(Math.max(registered, lastSent[i] > 0 ? lastSent[i] : sent), answered);
+      // the bracket opens at the last poll answered without the condition (a failed poll tells nothing), at the earliest
+      // when the wait was registered
+      seen[i] = new Sighting(Math.max(registered, lastSent[i]), answered);
       for (int r = 0; r < seen.length; r++) if (!skip[r] && seen[r] == null) return;
       all.tryComplete(Arrays.asList(seen.clone()));
     }
@@ -125,8 +127,6 @@ final class StateWatch implements AutoCloseable {
         waits.removeIf(w -> w.all.future().isComplete());
         next = INTERVAL_MS;
         lastSent[i] = sent;
-      } else {
-        lastSent[i] = 0;
       }
       vertx.setTimer(next, t -> poll(i));
     });

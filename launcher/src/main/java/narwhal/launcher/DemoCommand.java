@@ -3,7 +3,9 @@ package narwhal.launcher;
 import narwhal.common.config.NarwhalConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /** {@code narwhal demo}: the router plus the embedded simulated fleet of {@code conf/narwhal.json}, and a request to try. */
@@ -13,9 +15,15 @@ final class DemoCommand implements Callable<Integer> {
   @Mixin
   ServeOptions options = new ServeOptions();
 
+  @Option(names = "--replicas", defaultValue = "1",
+      description = "run this many clustered replicas, each its own process, behind haproxy on server.port "
+          + "(configured from deploy/haproxy.cfg; needs haproxy installed) (default: ${DEFAULT-VALUE})")
+  int replicas;
+
   @Override
   public Integer call() {
     NarwhalConfig config = options.config();
+    if (replicas != 1) return new ReplicaDemo(config, replicas, Path.of("deploy", "haproxy.cfg")).run();
     NarwhalNode node = options.start(config);
     System.out.println();
     System.out.println("narwhal demo serving " + config.model() + " on port " + node.port() + "; " + node.describe() + ". Try:");
