@@ -233,6 +233,7 @@ final class RouterInstance extends VerticleBase {
       }
       rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
           .put("ready", p.getBoolean("ready", false)).put("fleet_hold", b.getBoolean("fleet_hold", false))
+          .put("shared_state", b.getString("shared_state", "closed"))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
           .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
     });

@@ -11,16 +11,22 @@ import java.util.Set;
  * Membership of the router cluster that shares breaker state (CONTRACT §6.7): whether replicas
  * cluster at all, the cluster name, the seed members ({@code host} or {@code host:port}), the
  * port and host this replica binds for cluster traffic (the event bus binds the same host), and
- * optional TLS for the event bus between replicas.
+ * optional TLS for the event bus between replicas, and how the breaker guards its shared-state operations.
  */
-public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, Tls tls) {
+public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, Tls tls,
+                            StateGuard sharedState) {
 
-  static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host", "tls");
+  static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host", "tls", "shared_state");
   private static final String MEMBERS_EXPECTATION = "a non-empty list of \"host\" or \"host:port\"";
 
   public ClusterConfig {
     members = List.copyOf(members);
     Objects.requireNonNull(tls, "tls");
+    Objects.requireNonNull(sharedState, "sharedState");
+  }
+
+  public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, Tls tls) {
+    this(enabled, name, members, port, host, tls, StateGuard.defaults());
   }
 
   /** A cluster without event-bus TLS. */
@@ -29,12 +35,12 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
   }
 
   public static ClusterConfig defaults() {
-    return new ClusterConfig(false, "narwhal", List.of("127.0.0.1"), 5701, "127.0.0.1", Tls.defaults());
+    return new ClusterConfig(false, "narwhal", List.of("127.0.0.1"), 5701, "127.0.0.1", Tls.defaults(), StateGuard.defaults());
   }
 
   /** The same membership with clustering switched on (the {@code --cluster} flag). */
   public ClusterConfig enable() {
-    return new ClusterConfig(true, name, members, port, host, tls);
+    return new ClusterConfig(true, name, members, port, host, tls, sharedState);
   }
 
   static ClusterConfig read(SectionReader r) {
@@ -45,7 +51,8 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         r.has("members") ? members(r) : d.members(),
         r.integer("port", d.port(), 1, 65535),
         r.nonEmptyString("host", d.host()),
-        Tls.read(r.section("tls", Tls.KEYS)));
+        Tls.read(r.section("tls", Tls.KEYS)),
+        StateGuard.read(r.section("shared_state", StateGuard.KEYS)));
   }
 
   private static List<String> members(SectionReader r) {
@@ -72,7 +79,47 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         .put("members", new JsonArray(new ArrayList<>(members)))
         .put("port", port)
         .put("host", host)
-        .put("tls", tls.toJson());
+        .put("tls", tls.toJson())
+        .put("shared_state", sharedState.toJson());
+  }
+
+  /**
+   * How the breaker guards every operation on the cluster's shared state ({@code cluster.shared_state}, a Vert.x
+   * circuit breaker): an operation not done within {@code operation_timeout_s} fails; after
+   * {@code failure_threshold} failures in a row the guard opens and the replica decides on its own book, queueing its
+   * decisions for the cluster; after {@code reset_timeout_s} one operation is let through to try again, and when the
+   * guard closes the replica resyncs with the cluster.
+   */
+  public record StateGuard(double operationTimeoutS, int failureThreshold, double resetTimeoutS) {
+
+    static final Set<String> KEYS = Set.of("operation_timeout_s", "failure_threshold", "reset_timeout_s");
+
+    public static StateGuard defaults() {
+      return new StateGuard(0.5, 3, 2);
+    }
+
+    public long operationTimeoutMs() {
+      return Seconds.toMillis(operationTimeoutS);
+    }
+
+    public long resetTimeoutMs() {
+      return Seconds.toMillis(resetTimeoutS);
+    }
+
+    static StateGuard read(SectionReader r) {
+      StateGuard d = defaults();
+      return new StateGuard(
+          r.number("operation_timeout_s", d.operationTimeoutS(), v -> v >= 0.001 && v <= 60, "a number of seconds from 0.001 to 60"),
+          r.integer("failure_threshold", d.failureThreshold(), 1, 1000),
+          r.number("reset_timeout_s", d.resetTimeoutS(), v -> v >= 0.01 && v <= 3600, "a number of seconds from 0.01 to 3600"));
+    }
+
+    public JsonObject toJson() {
+      return new JsonObject()
+          .put("operation_timeout_s", Seconds.toJson(operationTimeoutS))
+          .put("failure_threshold", failureThreshold)
+          .put("reset_timeout_s", Seconds.toJson(resetTimeoutS));
+    }
   }
 
   /**
