@@ -7,7 +7,7 @@ import narwhal.common.fault.FailureClass;
  * What a {@link BreakerBook} decision asks its verticle to do: publish a state change or a streak change, run a probe,
  * or change the fleet hold.
  */
-public sealed interface BreakerAction {
+sealed interface BreakerAction {
 
   /** An engine moved between placement states; {@code cause} says why (a failure class, "admin", a probe's evidence). */
   record StateChange(String iid, EngineState from, EngineState to, String cause) implements BreakerAction {}

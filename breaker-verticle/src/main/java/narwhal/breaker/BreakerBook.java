@@ -31,7 +31,7 @@ import java.util.function.LongSupplier;
  * are taken over with {@link #applyRemote}, {@link #applyStreak} and {@link #applyFleetHold}. Every state carries a
  * version (time of change, deciding replica) so the newest wins whatever order versions arrive in.
  */
-public final class BreakerBook {
+final class BreakerBook {
   private static final Set<FailureClass> HOLDING = EnumSet.of(FailureClass.STREAM, FailureClass.KV_HANDOFF, FailureClass.INFERENCE_STATUS);
   private static final Set<FailureClass> HEALTH_PROBED = EnumSet.of(FailureClass.TIMEOUT, FailureClass.OVERLOAD);
 

@@ -12,7 +12,7 @@ import io.vertx.core.json.JsonObject;
  * {@link AsyncFile}, whose writes run off the event loop. {@link #append} may be called from any event loop: the
  * file reserves each row's position under its lock, so rows never interleave. {@link #close()} flushes what is queued.
  */
-public final class Journal {
+final class Journal {
   private final AsyncFile file;
 
   private Journal(AsyncFile file) {
