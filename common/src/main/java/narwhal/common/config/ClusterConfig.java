@@ -63,7 +63,7 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     List<String> members = new ArrayList<>();
     for (int i = 0; i < array.size(); i++) {
       Object member = array.getValue(i);
-      if (!(member instanceof String) || !Addresses.isHostPort((String) member, false)) {
+      if (!(member instanceof String) || !AddressSyntax.isHostPort((String) member, false)) {
         throw ConfigException.invalid(r.key("members") + "[" + i + "]", member,
             "\"host\" or \"host:port\"");
       }
