@@ -56,7 +56,7 @@ final class RouterInstance extends VerticleBase {
     NarwhalConfig cfg = config.get();
     engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
         cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, apiKey(cfg)));
-    ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, shared.metrics()), shared.retryBudget(),
+    ctx = new RouterContext(vertx, config, engines, new ControlBusClient(vertx, shared.metrics()), shared.retryBudget(),
         shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.inFlight());
     return vertx.createHttpServer(new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
             .setHttp2ClearTextEnabled(false))
@@ -203,7 +203,7 @@ final class RouterInstance extends VerticleBase {
   }
 
   private void ready(RoutingContext rc) {
-    ctx.placement().state().onComplete(ar -> {
+    ctx.controlBus().state().onComplete(ar -> {
       boolean ready = ar.succeeded() && ar.result().getBoolean("ready", false);
       String reason = ar.succeeded() ? ar.result().getString("reason") : "placement is not answering";
       JsonObject body = new JsonObject().put("ready", ready);
@@ -218,8 +218,8 @@ final class RouterInstance extends VerticleBase {
   }
 
   private void state(RoutingContext rc) {
-    Future<JsonObject> placement = ctx.placement().state();
-    Future<JsonObject> breaker = ctx.placement().breakerState();
+    Future<JsonObject> placement = ctx.controlBus().state();
+    Future<JsonObject> breaker = ctx.controlBus().breakerState();
     Future.join(placement, breaker).onComplete(ar -> {
       JsonObject p = placement.succeeded() ? placement.result() : new JsonObject();
       JsonObject b = breaker.succeeded() ? breaker.result() : new JsonObject();
