@@ -63,7 +63,7 @@ final class InferenceHandler {
     } else if (req.simFault instanceof JsonObject) {
       own = new FaultRule((JsonObject) req.simFault);
     }
-    if (own != null && own.type() == FaultKind.HEALTH_503) {
+    if (own != null && own.type() == InjectedFault.HEALTH_503) {
       engine.faults().activateHealth(own);
       own = null;
     }
