@@ -30,7 +30,7 @@ final class InferenceRun {
   private final Vertx vertx;
   private final RoutingContext ctx;
   private final HttpServerResponse response;
-  private final InferenceRequest req;
+  private final CompletionRequest req;
   private final FaultRule fault;
   private final InjectedFault kind;
   private final JsonObject logEntry;
@@ -46,7 +46,7 @@ final class InferenceRun {
   private int emitted;
   private String kv = "none";
 
-  InferenceRun(SimEngine engine, RoutingContext ctx, InferenceRequest req, FaultRule fault, JsonObject logEntry) {
+  InferenceRun(SimEngine engine, RoutingContext ctx, CompletionRequest req, FaultRule fault, JsonObject logEntry) {
     this.engine = engine;
     this.vertx = ctx.vertx();
     this.ctx = ctx;

@@ -17,8 +17,8 @@ final class PrefillHandoff {
   }
 
   /** Holds or frees {@code blocks} and returns the descriptor (null for {@code descriptor_missing}). */
-  static JsonObject issue(SimEngine engine, InferenceRequest req, int[] blocks, FaultRule fault) {
-    int keep = Math.min(blocks.length, InferenceRequest.blocksFor(req.promptTokens, engine.config().getBlockSize()));
+  static JsonObject issue(SimEngine engine, CompletionRequest req, int[] blocks, FaultRule fault) {
+    int keep = Math.min(blocks.length, CompletionRequest.blocksFor(req.promptTokens, engine.config().getBlockSize()));
     int[] kept = Arrays.copyOf(blocks, keep);
     int[] rest = Arrays.copyOfRange(blocks, keep, blocks.length);
     String remoteRequestId = req.internalId + "-" + String.format("%08x", ThreadLocalRandom.current().nextInt());

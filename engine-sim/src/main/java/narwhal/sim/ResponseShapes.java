@@ -21,7 +21,7 @@ final class ResponseShapes {
     return withDetails ? usage.put("prompt_tokens_details", null) : usage;
   }
 
-  static JsonObject full(InferenceRequest req, long created, String text, String finishReason,
+  static JsonObject full(CompletionRequest req, long created, String text, String finishReason,
                          int completionTokens, JsonObject kvTransferParams) {
     JsonObject choice;
     if (req.chat) {
@@ -67,12 +67,12 @@ final class ResponseShapes {
   }
 
   /** Chat's first frame: the assistant role with empty content. */
-  static JsonObject roleChunk(InferenceRequest req, long created) {
+  static JsonObject roleChunk(CompletionRequest req, long created) {
     return chatChunk(req, created, new JsonObject().put("role", "assistant").put("content", ""), null);
   }
 
   /** An output (or, with empty text, metadata) chunk; a non-null finish reason marks the last one. */
-  static JsonObject outputChunk(InferenceRequest req, long created, String text, String finishReason) {
+  static JsonObject outputChunk(CompletionRequest req, long created, String text, String finishReason) {
     if (req.chat) {
       return chatChunk(req, created, new JsonObject().put("content", text), finishReason);
     }
@@ -93,7 +93,7 @@ final class ResponseShapes {
       .put("usage", null);
   }
 
-  static JsonObject usageChunk(InferenceRequest req, long created, int completionTokens) {
+  static JsonObject usageChunk(CompletionRequest req, long created, int completionTokens) {
     return new JsonObject()
       .put("id", req.responseId)
       .put("object", req.chat ? "chat.completion.chunk" : "text_completion")
@@ -103,7 +103,7 @@ final class ResponseShapes {
       .put("usage", usage(req.promptTokens, completionTokens, false));
   }
 
-  private static JsonObject chatChunk(InferenceRequest req, long created, JsonObject delta, String finishReason) {
+  private static JsonObject chatChunk(CompletionRequest req, long created, JsonObject delta, String finishReason) {
     JsonObject choice = new JsonObject()
       .put("index", 0)
       .put("delta", delta)
