@@ -23,7 +23,7 @@ import java.util.function.LongSupplier;
 /**
  * The breaker's state machine (CONTRACT §6), free of I/O and driven by an injected clock: it takes leg
  * outcomes, probe results, liveness results, clock ticks and admin commands, and answers with the
- * {@link BreakerAction}s to carry out. Streaks are consecutive failures per class; a class's verdict comes at
+ * {@link BreakerAction}s to carry out, streak changes among them. Streaks are consecutive failures per class; a class's verdict comes at
  * {@code recovery.eject_after}. Holds and quarantines never take away the last engine covering a role.
  *
  * <p>In a cluster (CONTRACT §6.7) each replica keeps a book: a failure is recorded with the cluster-wide streak the
@@ -31,7 +31,7 @@ import java.util.function.LongSupplier;
  * are taken over with {@link #applyRemote}, {@link #applyStreak} and {@link #applyFleetHold}. Every state carries a
  * version (time of change, deciding replica) so the newest wins whatever order versions arrive in.
  */
-public final class BreakerBook {
+final class BreakerBook {
   private static final Set<FailureClass> HOLDING = EnumSet.of(FailureClass.STREAM, FailureClass.KV_HANDOFF, FailureClass.INFERENCE_STATUS);
   private static final Set<FailureClass> HEALTH_PROBED = EnumSet.of(FailureClass.TIMEOUT, FailureClass.OVERLOAD);
 
@@ -99,18 +99,17 @@ public final class BreakerBook {
     List<BreakerAction> actions = new ArrayList<>();
     if (r == null) return actions;
     if (o.success()) {
-      r.reset(o.phase() == Phase.PREFILL ? FailureClass.KV_HANDOFF : FailureClass.STREAM);
+      r.reset(o.phase() == Phase.PREFILL ? FailureClass.KV_HANDOFF : FailureClass.STREAM, actions);
       for (FailureClass c : List.of(FailureClass.CONNECTION, FailureClass.TIMEOUT, FailureClass.OVERLOAD, FailureClass.INFERENCE_STATUS)) {
-        r.reset(c);
+        r.reset(c, actions);
       }
       return actions;
     }
     if (o.failureClass() == null) {
-      if ("engine_rejected".equals(o.reason())) r.reset(FailureClass.CONNECTION);
+      if ("engine_rejected".equals(o.reason())) r.reset(FailureClass.CONNECTION, actions);
       return actions;
     }
-    int streak = Math.max(1, clusterStreak);
-    r.streaks.put(o.failureClass(), streak);
+    int streak = r.setStreak(o.failureClass(), Math.max(1, clusterStreak), actions);
     if (o.failureClass() == FailureClass.STREAM && o.producerIid() != null) r.probeProducer = o.producerIid();
     if (r.state != EngineState.SERVING) return actions;
     if (streak >= recovery.ejectAfter()) {
@@ -124,7 +123,7 @@ public final class BreakerBook {
 
   private void verdict(EngineRecord r, FailureClass c, List<BreakerAction> actions) {
     if (c == FailureClass.CONNECTION) {
-      r.reset(c);
+      r.reset(c, actions);
       eject(r, c.wireName(), actions);
     } else if (HEALTH_PROBED.contains(c)) {
       r.probeCause = c.wireName();
@@ -152,12 +151,12 @@ public final class BreakerBook {
       case PASSED -> {
         if (r.state == EngineState.HELD || r.state == EngineState.EJECTED) {
           if (fleetHold) return actions;
-          clearStreaks(r);
+          clearStreaks(r, actions);
           r.probeProducer = null;
           move(r, EngineState.SERVING, kind.wireName() + "_probe", actions);
         } else {
-          r.reset(FailureClass.TIMEOUT);
-          r.reset(FailureClass.OVERLOAD);
+          r.reset(FailureClass.TIMEOUT, actions);
+          r.reset(FailureClass.OVERLOAD, actions);
         }
       }
       case FAILED -> {
@@ -182,9 +181,9 @@ public final class BreakerBook {
     List<BreakerAction> actions = new ArrayList<>();
     if (r == null || r.state != EngineState.SERVING) return actions;
     if (healthy) {
-      r.reset(FailureClass.LIVENESS);
-    } else if (setStreak(r, FailureClass.LIVENESS, Math.max(1, clusterMisses)) >= recovery.livenessMisses()) {
-      r.reset(FailureClass.LIVENESS);
+      r.reset(FailureClass.LIVENESS, actions);
+    } else if (r.setStreak(FailureClass.LIVENESS, Math.max(1, clusterMisses), actions) >= recovery.livenessMisses()) {
+      r.reset(FailureClass.LIVENESS, actions);
       eject(r, FailureClass.LIVENESS.wireName(), actions);
     }
     return actions;
@@ -231,7 +230,7 @@ public final class BreakerBook {
 
   public List<BreakerAction> readmit(String iid) {
     return withRecord(iid, (r, actions) -> {
-      clearStreaks(r);
+      clearStreaks(r, actions);
       r.quarantineUntilMs = 0;
       move(r, EngineState.SERVING, "admin", actions);
     });
@@ -255,7 +254,7 @@ public final class BreakerBook {
   public List<BreakerAction> waveRestarted() {
     List<BreakerAction> actions = new ArrayList<>();
     for (EngineRecord r : engines.values()) {
-      clearStreaks(r);
+      clearStreaks(r, actions);
       r.probeProducer = null;
       move(r, EngineState.SERVING, "wave_restart", actions);
     }
@@ -331,13 +330,6 @@ public final class BreakerBook {
     EngineRecord r = engines.get(iid);
     if (r == null) return false;
     return r.state == EngineState.HELD || r.state == EngineState.EJECTED || kind == ProbeKind.HEALTH && r.state == EngineState.SERVING;
-  }
-
-  /** Every engine's streaks, copied: callers compare two of these to see which streaks a step changed. */
-  public Map<String, Map<FailureClass, Integer>> streaks() {
-    Map<String, Map<FailureClass, Integer>> out = new LinkedHashMap<>();
-    engines.forEach((iid, r) -> out.put(iid, new java.util.EnumMap<>(r.streaks)));
-    return out;
   }
 
   /** When an engine's quarantine ends (epoch ms of the book's clock), or 0 when it is not quarantined. */
@@ -422,13 +414,8 @@ public final class BreakerBook {
     }
   }
 
-  private static int setStreak(EngineRecord r, FailureClass c, int streak) {
-    r.streaks.put(c, streak);
-    return streak;
-  }
-
-  private static void clearStreaks(EngineRecord r) {
-    for (FailureClass c : FailureClass.values()) r.reset(c);
+  private static void clearStreaks(EngineRecord r, List<BreakerAction> actions) {
+    for (FailureClass c : FailureClass.values()) r.reset(c, actions);
   }
 
   /** Whether taking {@code r} out would leave one of its roles with no serving engine. */

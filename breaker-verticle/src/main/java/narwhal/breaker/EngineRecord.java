@@ -7,6 +7,7 @@ import narwhal.common.config.EngineConfig;
 import narwhal.common.fault.FailureClass;
 
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -32,8 +33,15 @@ final class EngineRecord {
     for (FailureClass c : FailureClass.values()) streaks.put(c, 0);
   }
 
-  void reset(FailureClass c) {
-    streaks.put(c, 0);
+  /** Sets a streak; a change is an action, so that it becomes cluster state. */
+  int setStreak(FailureClass c, int streak, List<BreakerAction> actions) {
+    Integer was = streaks.put(c, streak);
+    if (was == null || was != streak) actions.add(new BreakerAction.StreakChanged(engine.iid(), c, streak));
+    return streak;
+  }
+
+  void reset(FailureClass c, List<BreakerAction> actions) {
+    setStreak(c, 0, actions);
   }
 
   JsonObject toJson() {

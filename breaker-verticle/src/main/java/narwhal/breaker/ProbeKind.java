@@ -1,7 +1,7 @@
 package narwhal.breaker;
 
 /** The checks the breaker runs against one engine: {@code /health}, a two-leg inference, or full lifecycle validation. */
-public enum ProbeKind {
+enum ProbeKind {
   HEALTH, INFERENCE, LIFECYCLE;
 
   public String wireName() {

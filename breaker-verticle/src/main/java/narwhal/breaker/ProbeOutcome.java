@@ -1,7 +1,7 @@
 package narwhal.breaker;
 
 /** A probe's result. Inconclusive: the probe could not judge the engine (its producer could not make a handoff). */
-public enum ProbeOutcome {
+enum ProbeOutcome {
   PASSED, FAILED, INCONCLUSIVE;
 
   public String wireName() {

@@ -1,7 +1,7 @@
 package narwhal.breaker;
 
 /** A probe's outcome and what it found, in a line an operator can act on (no secrets; engine names only). */
-public record ProbeResult(ProbeOutcome outcome, String detail) {
+record ProbeResult(ProbeOutcome outcome, String detail) {
 
   static ProbeResult passed(String detail) {
     return new ProbeResult(ProbeOutcome.PASSED, detail);

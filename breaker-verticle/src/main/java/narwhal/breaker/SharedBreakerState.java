@@ -1,25 +1,28 @@
 package narwhal.breaker;
 
 import io.vertx.core.Future;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.Counter;
 import io.vertx.core.shareddata.Lock;
+import io.vertx.core.shareddata.SharedData;
 import narwhal.common.bus.EngineStateEvent;
+import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.SharedState;
 import narwhal.common.fault.FailureClass;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.function.Supplier;
 
 /**
  * The breaker's cluster state in Vert.x {@code SharedData} (CONTRACT §6.7), the same calls whether the cluster manager
- * is Hazelcast or the single-node local one:
+ * is Hazelcast or the single-node local one, every one of them run under the {@link SharedStateGuard}:
  * <ul>
- *   <li>{@code narwhal.engine-state}: iid → {@link EngineStateEvent} JSON, plus the fleet hold;</li>
+ *   <li>{@code narwhal.engine-state}: iid → {@link EngineStateEvent} JSON, plus the {@link FleetHoldEvent};</li>
  *   <li>counters {@code narwhal.streak.<iid>.<class>}: consecutive failures of one class, counted by every replica;</li>
  *   <li>locks {@code narwhal.probe.<iid>}: one probe of an engine at a time, cluster-wide;</li>
  *   <li>locks {@code narwhal.liveness.<iid>} and map {@code narwhal.liveness}: one liveness check of an engine per
@@ -30,35 +33,32 @@ final class SharedBreakerState {
   static final String LIVENESS_MAP = "narwhal.liveness";
   /** How long a replica waits for a lock another replica holds before it skips the probe or check. */
   static final long LOCK_WAIT_MS = 20;
+  /** The lock a replica decides under when the shared state cannot be reached: its own book is all there is. */
+  private static final Lock LOCAL_ONLY = () -> { };
 
-  private final Vertx vertx;
-  private final AsyncMap<String, String> states;
-  private final AsyncMap<String, Long> liveness;
-  private final Map<String, Counter> counters = new LinkedHashMap<>();
+  private final SharedData data;
+  private final SharedStateGuard guard;
+  private final Map<String, Future<AsyncMap<String, ?>>> maps = new HashMap<>();
+  private final Map<String, Counter> counters = new HashMap<>();
 
-  private SharedBreakerState(Vertx vertx, AsyncMap<String, String> states, AsyncMap<String, Long> liveness) {
-    this.vertx = vertx;
-    this.states = states;
-    this.liveness = liveness;
-  }
-
-  static Future<SharedBreakerState> open(Vertx vertx) {
-    Future<AsyncMap<String, String>> states = vertx.sharedData().getAsyncMap(SharedState.ENGINE_STATE_MAP);
-    Future<AsyncMap<String, Long>> liveness = vertx.sharedData().getAsyncMap(LIVENESS_MAP);
-    return Future.all(states, liveness).map(v -> new SharedBreakerState(vertx, states.result(), liveness.result()));
+  /** @param data the cluster's shared data (the seam where tests make operations fail or stall) */
+  SharedBreakerState(SharedData data, SharedStateGuard guard) {
+    this.data = data;
+    this.guard = guard;
   }
 
   Future<Void> putState(EngineStateEvent event) {
-    return states.put(event.iid(), event.toJson().encode());
+    return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(m -> m.put(event.iid(), event.toJson().encode())));
   }
 
-  Future<Void> putFleetHold(JsonObject event) {
-    return states.put(SharedState.FLEET_HOLD_KEY, event.encode());
+  Future<Void> putFleetHold(FleetHoldEvent event) {
+    return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP)
+        .compose(m -> m.put(SharedState.FLEET_HOLD_KEY, event.toJson().encode())));
   }
 
   /** Every entry of the state map, parsed: engine states and the fleet hold. */
   Future<List<JsonObject>> states() {
-    return states.entries().map(entries -> {
+    return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(AsyncMap::entries)).map(entries -> {
       List<JsonObject> out = new ArrayList<>();
       entries.values().forEach(text -> out.add(new JsonObject(text)));
       return out;
@@ -67,21 +67,22 @@ final class SharedBreakerState {
 
   /** One engine's shared state, or null when no replica has written one. */
   Future<JsonObject> state(String iid) {
-    return states.get(iid).map(text -> text == null ? null : new JsonObject(text));
+    return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(m -> m.get(iid)))
+        .map(text -> text == null ? null : new JsonObject(text));
   }
 
   /** Counts one more failure of class {@code c}; the cluster-wide streak, this failure included. */
   Future<Integer> increment(String iid, FailureClass c) {
-    return counter(iid, c).compose(Counter::incrementAndGet).map(Long::intValue);
+    return guard.run(() -> counter(iid, c).compose(Counter::incrementAndGet)).map(Long::intValue);
   }
 
   Future<Integer> streak(String iid, FailureClass c) {
-    return counter(iid, c).compose(Counter::get).map(Long::intValue);
+    return guard.run(() -> counter(iid, c).compose(Counter::get)).map(Long::intValue);
   }
 
   /** Sets a streak back to zero (a success of the kind that proves the class healthy, a readmission). */
   Future<Void> reset(String iid, FailureClass c) {
-    return counter(iid, c).compose(counter -> resetFrom(counter, 3));
+    return guard.run(() -> counter(iid, c).compose(counter -> resetFrom(counter, 3)));
   }
 
   private static Future<Void> resetFrom(Counter counter, int tries) {
@@ -89,28 +90,47 @@ final class SharedBreakerState {
         .compose(done -> done || tries <= 1 ? Future.<Void>succeededFuture() : resetFrom(counter, tries - 1));
   }
 
-  /** The engine's probe lock, or a failed future when another replica holds it. */
-  Future<Lock> probeLock(String iid) {
-    return vertx.sharedData().getLockWithTimeout("narwhal.probe." + iid, LOCK_WAIT_MS);
+  /**
+   * The engine's probe lock; empty when another replica holds it. When the shared state cannot be reached the replica
+   * probes on its own (a lock whose release does nothing): it keeps deciding on its local book.
+   */
+  Future<Optional<Lock>> probeLock(String iid) {
+    return lock("narwhal.probe." + iid);
   }
 
-  Future<Lock> livenessLock(String iid) {
-    return vertx.sharedData().getLockWithTimeout("narwhal.liveness." + iid, LOCK_WAIT_MS);
+  Future<Optional<Lock>> livenessLock(String iid) {
+    return lock("narwhal.liveness." + iid);
   }
 
-  /** When a replica last checked an engine's liveness (epoch ms), 0 if never. */
+  private Future<Optional<Lock>> lock(String name) {
+    Supplier<Future<Optional<Lock>>> take = () -> data.getLockWithTimeout(name, LOCK_WAIT_MS).map(Optional::of)
+        .otherwise(Optional.empty());
+    return guard.run(take).otherwise(Optional.of(LOCAL_ONLY));
+  }
+
+  /** When a replica last checked an engine's liveness (epoch ms), 0 if never or unknown. */
   Future<Long> lastLivenessCheck(String iid) {
-    return liveness.get(iid).map(at -> at == null ? 0L : at);
+    return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.get(iid))).map(at -> at == null ? 0L : at);
   }
 
   Future<Void> livenessChecked(String iid, long atMs) {
-    return liveness.put(iid, atMs);
+    return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.put(iid, atMs)));
+  }
+
+  @SuppressWarnings("unchecked")
+  private <V> Future<AsyncMap<String, V>> map(String name) {
+    Future<AsyncMap<String, ?>> cached = maps.get(name);
+    if (cached == null || !cached.succeeded()) {
+      cached = data.<String, Object>getAsyncMap(name).map(m -> (AsyncMap<String, ?>) m);
+      maps.put(name, cached);
+    }
+    return cached.map(m -> (AsyncMap<String, V>) m);
   }
 
   private Future<Counter> counter(String iid, FailureClass c) {
     String name = "narwhal.streak." + iid + "." + c.wireName();
     Counter cached = counters.get(name);
     if (cached != null) return Future.succeededFuture(cached);
-    return vertx.sharedData().getCounter(name).onSuccess(counter -> counters.put(name, counter));
+    return data.getCounter(name).onSuccess(counter -> counters.put(name, counter));
   }
 }

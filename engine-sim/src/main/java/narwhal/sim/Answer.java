@@ -25,7 +25,7 @@ final class Answer {
   record Delta(Kind kind, String text, int token, int call) {
   }
 
-  private final InferenceRequest req;
+  private final CompletionRequest req;
   private final long hash;
   private final List<String> tokens;
   private final List<Delta> deltas = new ArrayList<>();
@@ -33,7 +33,7 @@ final class Answer {
   private final String stopReason;
   private final String reasoningField;
 
-  private Answer(InferenceRequest req, Generator.Output output, String reasoningField) {
+  private Answer(CompletionRequest req, Generator.Output output, String reasoningField) {
     this.req = req;
     this.hash = Generator.hash(req.prompt, req.seed, req.temperature);
     this.reasoningField = reasoningField;
@@ -88,7 +88,7 @@ final class Answer {
     }
   }
 
-  static Answer of(InferenceRequest req, Generator.Output output, String reasoningField) {
+  static Answer of(CompletionRequest req, Generator.Output output, String reasoningField) {
     return new Answer(req, output, reasoningField);
   }
 

@@ -22,7 +22,7 @@ final class EngineRoutes {
   }
 
   static Router router(Vertx vertx, SimEngine engine) {
-    InferenceHandler inference = new InferenceHandler(engine);
+    CompletionHandler inference = new CompletionHandler(engine);
     Router router = Router.router(vertx);
     router.route("/v1/*").handler(ctx -> authorize(ctx, engine));
     router.post("/v1/completions").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))

@@ -29,7 +29,7 @@ public final class FaultPlan {
 
   public synchronized FaultPlan add(FaultRule rule) {
     FaultRule copy = rule.copy();
-    if (copy.type() == FaultKind.HEALTH_503) {
+    if (copy.type() == InjectedFault.HEALTH_503) {
       activateHealth(copy);
     } else {
       rules.add(copy);

@@ -21,19 +21,19 @@ public final class FaultRule {
   static final Set<String> BAD_BLOCK_VARIANTS = Set.of("strings", "floats", "booleans", "negative", "not_list", "mixed");
   static final Set<String> FOREIGN_VARIANTS = Set.of("mooncake", "sglang", "lmcache");
 
-  private final FaultKind type;
+  private final InjectedFault type;
   private String phase = "any";
   private Integer count;
   private Double probability;
   private final JsonObject params = new JsonObject();
 
-  private FaultRule(FaultKind type) {
+  private FaultRule(InjectedFault type) {
     this.type = type;
   }
 
   /** A rule of this kind with default targeting (any phase, next request only). */
   public static FaultRule of(String kind) {
-    return new FaultRule(FaultKind.fromWire(kind));
+    return new FaultRule(InjectedFault.fromWire(kind));
   }
 
   /** Parses and validates the JSON form; throws {@link IllegalArgumentException} when invalid. */
@@ -42,7 +42,7 @@ public final class FaultRule {
     if (!(kind instanceof String)) {
       throw new IllegalArgumentException("fault rule needs a string 'kind': " + json.encode());
     }
-    this.type = FaultKind.fromWire((String) kind);
+    this.type = InjectedFault.fromWire((String) kind);
     for (String key : json.fieldNames()) {
       Object value = json.getValue(key);
       switch (key) {
@@ -171,7 +171,7 @@ public final class FaultRule {
     return new FaultRule(toJson());
   }
 
-  FaultKind type() {
+  InjectedFault type() {
     return type;
   }
 
@@ -217,17 +217,17 @@ public final class FaultRule {
         throw new IllegalArgumentException("fault parameter " + numeric + " must be a non-negative number, got " + v);
       }
     }
-    if (type == FaultKind.STATUS || type == FaultKind.ERROR_IN_STREAM) {
-      int status = intParam(type == FaultKind.STATUS ? "status" : "code", 500);
+    if (type == InjectedFault.STATUS || type == InjectedFault.ERROR_IN_STREAM) {
+      int status = intParam(type == InjectedFault.STATUS ? "status" : "code", 500);
       if (status < 100 || status > 599) {
         throw new IllegalArgumentException("fault status must be within 100..599, got " + status);
       }
     }
-    if (type == FaultKind.DESCRIPTOR_BAD_BLOCK_IDS && hasParam("variant")
+    if (type == InjectedFault.DESCRIPTOR_BAD_BLOCK_IDS && hasParam("variant")
       && !BAD_BLOCK_VARIANTS.contains(stringParam("variant", ""))) {
       throw new IllegalArgumentException("descriptor_bad_block_ids variant must be one of " + BAD_BLOCK_VARIANTS);
     }
-    if (type == FaultKind.DESCRIPTOR_FOREIGN_CONNECTOR && hasParam("variant")
+    if (type == InjectedFault.DESCRIPTOR_FOREIGN_CONNECTOR && hasParam("variant")
       && !FOREIGN_VARIANTS.contains(stringParam("variant", ""))) {
       throw new IllegalArgumentException("descriptor_foreign_connector variant must be one of " + FOREIGN_VARIANTS);
     }

@@ -30,9 +30,9 @@ final class InferenceRun {
   private final Vertx vertx;
   private final RoutingContext ctx;
   private final HttpServerResponse response;
-  private final InferenceRequest req;
+  private final CompletionRequest req;
   private final FaultRule fault;
-  private final FaultKind kind;
+  private final InjectedFault kind;
   private final JsonObject logEntry;
   private final long created;
   private final Set<Long> timers = new HashSet<>();
@@ -46,7 +46,7 @@ final class InferenceRun {
   private int emitted;
   private String kv = "none";
 
-  InferenceRun(SimEngine engine, RoutingContext ctx, InferenceRequest req, FaultRule fault, JsonObject logEntry) {
+  InferenceRun(SimEngine engine, RoutingContext ctx, CompletionRequest req, FaultRule fault, JsonObject logEntry) {
     this.engine = engine;
     this.vertx = ctx.vertx();
     this.ctx = ctx;
@@ -127,7 +127,7 @@ final class InferenceRun {
     if (!req.remotePrefill) {
       return Future.succeededFuture();
     }
-    if (kind == FaultKind.KV_TRANSFER_FAIL) {
+    if (kind == InjectedFault.KV_TRANSFER_FAIL) {
       return Future.succeededFuture(new KvPuller.Result(KvPuller.Outcome.ERROR, 0, "injected kv_transfer_fail"));
     }
     return engine.puller().pull(req.kvParams).compose(result -> result.outcome() == KvPuller.Outcome.TRANSFERRED
@@ -151,7 +151,7 @@ final class InferenceRun {
         break;
       case ERROR:
         stats.kvTransferFailed.incrementAndGet();
-        if (kind == FaultKind.KV_TRANSFER_FAIL || "fail".equals(engine.config().getKvLoadFailurePolicy())) {
+        if (kind == InjectedFault.KV_TRANSFER_FAIL || "fail".equals(engine.config().getKvLoadFailurePolicy())) {
           failed = true;
           kv = "failed";
           break;
@@ -172,7 +172,7 @@ final class InferenceRun {
     if (req.stream) {
       sse = new SseWriter(response).open();
     }
-    if (kind != FaultKind.HANG_AFTER_HEADERS) {
+    if (kind != InjectedFault.HANG_AFTER_HEADERS) {
       return Future.succeededFuture();
     }
     if (!req.stream) {
@@ -183,7 +183,7 @@ final class InferenceRun {
   }
 
   private Future<Void> metadataFrames() {
-    if (kind != FaultKind.METADATA_THEN_OUTPUT) {
+    if (kind != InjectedFault.METADATA_THEN_OUTPUT) {
       return Future.succeededFuture();
     }
     int frames = fault.intParam("frames", 3);
@@ -224,10 +224,10 @@ final class InferenceRun {
   private Future<Void> emitTokens() {
     int total = answer.deltas().size();
     int limit = total;
-    if (kind == FaultKind.DONE_BEFORE_OUTPUT) {
+    if (kind == InjectedFault.DONE_BEFORE_OUTPUT) {
       limit = 0;
-    } else if (kind == FaultKind.CLOSE_BEFORE_DONE || kind == FaultKind.SILENCE_AFTER
-      || kind == FaultKind.ERROR_IN_STREAM || kind == FaultKind.RESET) {
+    } else if (kind == InjectedFault.CLOSE_BEFORE_DONE || kind == InjectedFault.SILENCE_AFTER
+      || kind == InjectedFault.ERROR_IN_STREAM || kind == InjectedFault.RESET) {
       limit = Math.min(total, fault.intParam("after", 0));
     }
     Promise<Void> done = Promise.promise();
@@ -247,7 +247,7 @@ final class InferenceRun {
       }
       long itl = emitted == 0 ? 0 : Math.round(interTokenMs());
       if (itl > 0 && !waited) {
-        long keepalive = kind == FaultKind.SLOW_TOKENS ? Math.round(fault.doubleParam("keepalive_ms", 0)) : 0;
+        long keepalive = kind == InjectedFault.SLOW_TOKENS ? Math.round(fault.doubleParam("keepalive_ms", 0)) : 0;
         if (keepalive > 0) keepAlive(System.nanoTime() + itl * 1_000_000, keepalive);
         timer(itl, () -> emitFrom(done, limit, true));
         return;
@@ -272,7 +272,7 @@ final class InferenceRun {
   }
 
   private double interTokenMs() {
-    if (kind == FaultKind.SLOW_TOKENS) {
+    if (kind == InjectedFault.SLOW_TOKENS) {
       return fault.doubleParam("itl_ms", 0);
     }
     SimEngineOptions o = engine.config();

@@ -17,29 +17,29 @@ final class PrefillHandoff {
   }
 
   /** Holds or frees {@code blocks} and returns the descriptor (null for {@code descriptor_missing}). */
-  static JsonObject issue(SimEngine engine, InferenceRequest req, int[] blocks, FaultRule fault) {
-    int keep = Math.min(blocks.length, InferenceRequest.blocksFor(req.promptTokens, engine.config().getBlockSize()));
+  static JsonObject issue(SimEngine engine, CompletionRequest req, int[] blocks, FaultRule fault) {
+    int keep = Math.min(blocks.length, CompletionRequest.blocksFor(req.promptTokens, engine.config().getBlockSize()));
     int[] kept = Arrays.copyOf(blocks, keep);
     int[] rest = Arrays.copyOfRange(blocks, keep, blocks.length);
     String remoteRequestId = req.internalId + "-" + String.format("%08x", ThreadLocalRandom.current().nextInt());
     JsonObject descriptor = Descriptors.nixl(engine, remoteRequestId, kept, req.promptTokens);
-    FaultKind kind = fault == null ? null : fault.type();
+    InjectedFault kind = fault == null ? null : fault.type();
     boolean held = true;
-    if (kind == FaultKind.DESCRIPTOR_MISSING) {
+    if (kind == InjectedFault.DESCRIPTOR_MISSING) {
       descriptor = null;
       held = false;
-    } else if (kind == FaultKind.DESCRIPTOR_NO_ENGINE_ID) {
+    } else if (kind == InjectedFault.DESCRIPTOR_NO_ENGINE_ID) {
       descriptor.remove("remote_engine_id");
-    } else if (kind == FaultKind.DESCRIPTOR_BAD_BLOCK_IDS) {
+    } else if (kind == InjectedFault.DESCRIPTOR_BAD_BLOCK_IDS) {
       descriptor.put("remote_block_ids", Descriptors.badBlockIds(fault.stringParam("variant", "strings"), kept));
-    } else if (kind == FaultKind.DESCRIPTOR_FOREIGN_CONNECTOR) {
+    } else if (kind == InjectedFault.DESCRIPTOR_FOREIGN_CONNECTOR) {
       descriptor = Descriptors.foreign(engine, fault.stringParam("variant", "mooncake"), remoteRequestId);
       held = false;
-    } else if (kind == FaultKind.DESCRIPTOR_WRONG_SIDE_CHANNEL) {
+    } else if (kind == InjectedFault.DESCRIPTOR_WRONG_SIDE_CHANNEL) {
       descriptor.put("remote_port", engine.deadPort());
     }
     if (held) {
-      engine.handoffs().hold(remoteRequestId, kept, kind == FaultKind.LEASE_EXPIRY);
+      engine.handoffs().hold(remoteRequestId, kept, kind == InjectedFault.LEASE_EXPIRY);
       engine.blocks().free(rest);
     } else {
       engine.blocks().free(blocks);

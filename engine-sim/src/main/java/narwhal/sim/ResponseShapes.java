@@ -21,7 +21,7 @@ final class ResponseShapes {
     return withDetails ? usage.put("prompt_tokens_details", null) : usage;
   }
 
-  static JsonObject full(InferenceRequest req, long created, Answer answer, JsonObject kvTransferParams) {
+  static JsonObject full(CompletionRequest req, long created, Answer answer, JsonObject kvTransferParams) {
     JsonObject choice;
     if (req.chat) {
       String content = answer.joined(Answer.Kind.CONTENT);
@@ -73,7 +73,7 @@ final class ResponseShapes {
    * Chat's first frame: the assistant role with empty content and {@code prompt_token_ids} (null unless asked: vLLM
    * passes it explicitly, so its exclude-unset serialisation keeps it).
    */
-  static JsonObject roleChunk(InferenceRequest req, long created, Answer answer) {
+  static JsonObject roleChunk(CompletionRequest req, long created, Answer answer) {
     JsonObject chunk = chatChunk(req, created, new JsonObject().put("role", "assistant").put("content", ""), null);
     return chunk.put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
   }
@@ -82,7 +82,7 @@ final class ResponseShapes {
    * The chunk of one delta; {@code last} puts the finish and stop reasons on it, {@code first} a completion's
    * prompt token ids (when asked).
    */
-  static JsonObject deltaChunk(InferenceRequest req, long created, Answer answer, Answer.Delta delta, boolean first, boolean last) {
+  static JsonObject deltaChunk(CompletionRequest req, long created, Answer answer, Answer.Delta delta, boolean first, boolean last) {
     String finish = last ? answer.finishReason() : null;
     if (req.chat) {
       JsonObject chunk = chatChunk(req, created, answer.chatDelta(delta), finish);
@@ -104,14 +104,14 @@ final class ResponseShapes {
   }
 
   /** A metadata chunk (no output), or with a finish reason the last chunk of an answer without tokens. */
-  static JsonObject outputChunk(InferenceRequest req, long created, String text, String finishReason) {
+  static JsonObject outputChunk(CompletionRequest req, long created, String text, String finishReason) {
     if (req.chat) {
       return chatChunk(req, created, new JsonObject().put("content", text), finishReason);
     }
     return completionChunk(req, created, text, finishReason);
   }
 
-  private static JsonObject completionChunk(InferenceRequest req, long created, String text, String finishReason) {
+  private static JsonObject completionChunk(CompletionRequest req, long created, String text, String finishReason) {
     JsonObject choice = new JsonObject()
       .put("index", 0)
       .put("text", text)
@@ -129,7 +129,7 @@ final class ResponseShapes {
       .put("usage", null);
   }
 
-  static JsonObject usageChunk(InferenceRequest req, long created, int completionTokens) {
+  static JsonObject usageChunk(CompletionRequest req, long created, int completionTokens) {
     return new JsonObject()
       .put("id", req.responseId)
       .put("object", req.chat ? "chat.completion.chunk" : "text_completion")
@@ -139,7 +139,7 @@ final class ResponseShapes {
       .put("usage", usage(req.promptTokens, completionTokens, false));
   }
 
-  private static JsonObject chatChunk(InferenceRequest req, long created, JsonObject delta, String finishReason) {
+  private static JsonObject chatChunk(CompletionRequest req, long created, JsonObject delta, String finishReason) {
     JsonObject choice = new JsonObject()
       .put("index", 0)
       .put("delta", delta)

@@ -82,7 +82,7 @@ class EndpointShapesTest {
     JsonObject choice = body.getJsonArray("choices").getJsonObject(0);
     JsonObject message = choice.getJsonObject("message");
     assertEquals("assistant", message.getString("role"));
-    String rendered = InferenceRequest.renderMessages(SimClient.chat("hello there").getJsonArray("messages"));
+    String rendered = CompletionRequest.renderMessages(SimClient.chat("hello there").getJsonArray("messages"));
     assertEquals(expected(rendered, 40).text(), message.getString("content"));
     assertEquals(3, body.getJsonObject("usage").getInteger("prompt_tokens"));
     assertTrue(body.containsKey("kv_transfer_params"));
@@ -104,7 +104,7 @@ class EndpointShapesTest {
       first.getJsonArray("choices").getJsonObject(0).getJsonObject("delta"));
     JsonObject usageFrame = frames.get(frames.size() - 1);
     assertEquals(new JsonArray(), usageFrame.getJsonArray("choices"));
-    String rendered = InferenceRequest.renderMessages(req.getJsonArray("messages"));
+    String rendered = CompletionRequest.renderMessages(req.getJsonArray("messages"));
     Generator.Output out = expected(rendered, 40);
     assertEquals(out.tokens().size(), usageFrame.getJsonObject("usage").getInteger("completion_tokens"));
     assertEquals(5, usageFrame.getJsonObject("usage").getInteger("prompt_tokens"));

@@ -6,7 +6,7 @@ import picocli.CommandLine.Command;
 /** The {@code narwhal} command line: one runnable jar, one subcommand per job. */
 @Command(name = "narwhal", mixinStandardHelpOptions = true, versionProvider = BuildVersion.class,
     description = "A router for disaggregated LLM inference (prefill on one vLLM engine, decode on another).",
-    subcommands = {SimCommand.class, DemoCommand.class, ServeCommand.class, PreflightCommand.class, BenchCommand.class, AdminCommand.class,
+    subcommands = {SimCommand.class, DemoCommand.class, ServeCommand.class, PreflightCommand.class, BenchCommand.class, AdminCli.class,
         CommandLine.HelpCommand.class})
 public final class NarwhalCommand implements Runnable {
   @CommandLine.Spec

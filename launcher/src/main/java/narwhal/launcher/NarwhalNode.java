@@ -8,6 +8,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.json.JsonObject;
+import io.vertx.core.shareddata.SharedData;
 import io.vertx.micrometer.MicrometerMetricsOptions;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
@@ -73,6 +74,12 @@ public final class NarwhalNode {
   /** @param env reads environment variables (the admin token, the cluster TLS password, the engines' API key); tests pass their own */
   public static Future<NarwhalNode> start(NarwhalConfig config, PreflightMode mode, Consumer<String> out,
                                           UnaryOperator<String> env) {
+    return start(config, mode, out, env, UnaryOperator.identity());
+  }
+
+  /** @param sharedData wraps the shared data the breaker's cluster state goes through (tests make it fail or stall) */
+  static Future<NarwhalNode> start(NarwhalConfig config, PreflightMode mode, Consumer<String> out, UnaryOperator<String> env,
+                                   UnaryOperator<SharedData> sharedData) {
     Promise<NarwhalNode> started = Promise.promise();
     create(config, env).onFailure(started::fail).onSuccess(node -> node.startSims()
         .compose(v -> mode == PreflightMode.SKIP ? Future.succeededFuture()
@@ -82,7 +89,7 @@ public final class NarwhalNode {
                   : Future.failedFuture(new IllegalStateException("preflight failed; start with --preflight=warn to serve anyway"));
             }))
         .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(config.engines())))
-        .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env)))
+        .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env, sharedData)))
         .compose(v -> {
           node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1, node::clusterMembers, env);
           return node.vertx.deployVerticle(node.router);

@@ -93,7 +93,12 @@ final class ClusterHarness implements AutoCloseable {
   }
 
   NarwhalNode addReplica(NarwhalNode.PreflightMode preflight) {
-    NarwhalNode node = await(NarwhalNode.start(config(), preflight, line -> { }, ENV));
+    return addReplica(preflight, UnaryOperator.identity());
+  }
+
+  /** A replica whose breaker reaches the shared state through {@code sharedData} (a wrapper that can stall it). */
+  NarwhalNode addReplica(NarwhalNode.PreflightMode preflight, UnaryOperator<io.vertx.core.shareddata.SharedData> sharedData) {
+    NarwhalNode node = await(NarwhalNode.start(config(), preflight, line -> { }, ENV, sharedData));
     replicas.add(node);
     return node;
   }

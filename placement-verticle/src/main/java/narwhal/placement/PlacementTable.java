@@ -19,7 +19,7 @@ import java.util.Set;
  * reserved wins, ties rotate; only serving engines whose role permits the phase are candidates; an engine
  * to avoid is passed over whenever another candidate exists. Single-threaded: owned by its verticle.
  */
-public final class PlacementTable {
+final class PlacementTable {
   private final Map<String, Slot> slots = new LinkedHashMap<>();
   private final Map<String, Reservation> reservations = new HashMap<>();
   private final Map<Phase, Integer> rotation = new HashMap<>();

@@ -8,7 +8,7 @@ import io.vertx.core.json.JsonObject;
  * (CONTRACT §1). {@code reason} is what the journal and metrics record; {@code retryAfter} adds
  * {@code Retry-After: 1}.
  */
-public record EdgeError(int status, String type, String message, String param, Object code, String reason, boolean retryAfter) {
+record EdgeError(int status, String type, String message, String param, Object code, String reason, boolean retryAfter) {
 
   public static EdgeError invalid(String message, String param) {
     return new EdgeError(400, "invalid_request_error", message, param, null, "invalid_request", false);

@@ -28,7 +28,7 @@ import java.util.logging.Logger;
  * ({@link JournalConfig}): a row goes whole into the file that receives it, so no row is split across files or lost
  * by a rotation; with path {@code "-"} rows go to standard output. {@link #close()} writes and flushes what is queued.
  */
-public final class Journal {
+final class Journal {
   private static final Logger LOG = Logger.getLogger(Journal.class.getName());
 
   private final Vertx vertx;

@@ -111,7 +111,7 @@ final class RequestLifecycle {
 
   private Future<Reservation> reserve(Phase phase, String avoid) {
     if (done) return Future.failedFuture(new CancellationException());
-    return ctx.placement().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid))
+    return ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid))
         .onSuccess(held::add);
   }
 
@@ -133,7 +133,7 @@ final class RequestLifecycle {
         .onSuccess(handoff -> {
           a.handoff = handoff;
           ttftNanos = handoff.legCompletedNanos() - request.arrivedNanos();
-          ctx.placement().report(LegOutcome.success(producer.iid(), Phase.PREFILL));
+          ctx.controlBus().report(LegOutcome.success(producer.iid(), Phase.PREFILL));
         });
   }
 
@@ -179,7 +179,7 @@ final class RequestLifecycle {
 
   private void completed(Attempt a, DecodeEnd end) {
     if (done) return;
-    ctx.placement().report(LegOutcome.success(a.consumer.iid(), Phase.DECODE));
+    ctx.controlBus().report(LegOutcome.success(a.consumer.iid(), Phase.DECODE));
     sink.complete(end);
     ctx.retryBudget().completed();
     ctx.metrics().served(attempt > 1);
@@ -267,7 +267,7 @@ final class RequestLifecycle {
     if (engineIid == null) return;
     boolean crossed = a.consumer != null && !a.consumer.iid().equals(a.producer.iid());
     String producer = fault.phase() == Phase.DECODE && crossed ? a.producer.iid() : null;
-    ctx.placement().report(new LegOutcome(engineIid, fault.phase(), false, fault.kind().failureClass(), fault.kind().reason(),
+    ctx.controlBus().report(new LegOutcome(engineIid, fault.phase(), false, fault.kind().failureClass(), fault.kind().reason(),
         producer, fault.kind().quarantines()));
   }
 
@@ -295,7 +295,7 @@ final class RequestLifecycle {
   }
 
   private void release(Reservation reservation) {
-    if (reservation != null && held.remove(reservation)) ctx.placement().release(reservation);
+    if (reservation != null && held.remove(reservation)) ctx.controlBus().release(reservation);
   }
 
   private long remainingMs() {

@@ -6,7 +6,7 @@ package narwhal.router;
  * the pool size. Credits are counted in millionths, so refills add up exactly (ten refills of 0.1 are one
  * whole credit, not 0.9999999999999999). One pool per replica, shared by its event loops: thread-safe.
  */
-public final class RetryBudget {
+final class RetryBudget {
   private static final long UNIT = 1_000_000L;
 
   private long size;

@@ -60,7 +60,7 @@ final class RouterInstance extends VerticleBase {
     NarwhalConfig cfg = config.get();
     engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
         cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, cfg.engine().engineApiKey(shared.env())));
-    ctx = new RouterContext(vertx, config, engines, new PlacementClient(vertx, shared.metrics()), shared.retryBudget(),
+    ctx = new RouterContext(vertx, config, engines, new ControlBusClient(vertx, shared.metrics()), shared.retryBudget(),
         shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.admission());
     serverOptions = new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
         .setHttp2ClearTextEnabled(false);
@@ -222,7 +222,7 @@ final class RouterInstance extends VerticleBase {
           .end(new JsonObject().put("ready", false).put("reason", DRAINING).encode());
       return;
     }
-    ctx.placement().state().onComplete(ar -> {
+    ctx.controlBus().state().onComplete(ar -> {
       boolean ready = ar.succeeded() && ar.result().getBoolean("ready", false);
       String reason = ar.succeeded() ? ar.result().getString("reason") : "placement is not answering";
       JsonObject body = new JsonObject().put("ready", ready);
@@ -237,8 +237,8 @@ final class RouterInstance extends VerticleBase {
   }
 
   private void state(RoutingContext rc) {
-    Future<JsonObject> placement = ctx.placement().state();
-    Future<JsonObject> breaker = ctx.placement().breakerState();
+    Future<JsonObject> placement = ctx.controlBus().state();
+    Future<JsonObject> breaker = ctx.controlBus().breakerState();
     Future.join(placement, breaker).onComplete(ar -> {
       JsonObject p = placement.succeeded() ? placement.result() : new JsonObject();
       JsonObject b = breaker.succeeded() ? breaker.result() : new JsonObject();
@@ -253,6 +253,7 @@ final class RouterInstance extends VerticleBase {
       rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
           .put("ready", p.getBoolean("ready", false) && !shared.admission().draining())
           .put("draining", shared.admission().draining()).put("in_flight", shared.admission().inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))
+          .put("shared_state", b.getString("shared_state", "closed"))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
           .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
     });

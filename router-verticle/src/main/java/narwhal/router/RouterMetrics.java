@@ -22,7 +22,7 @@ import java.util.function.Supplier;
  * from fixed sets (fault reasons, phases, the fleet's iids), never from request data, and every series is
  * registered at zero from start so dashboards and alerts see it before the first event.
  */
-public final class RouterMetrics {
+final class RouterMetrics {
   private static final List<String> EXPIRY_REASONS = List.of("request_deadline", FaultKind.HANDOFF_EXPIRED.reason());
   private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "no_engine", "fleet_hold", "shutting_down");
 

@@ -14,13 +14,15 @@ import java.util.Set;
  * Kubernetes discovery of a service's pods for {@code "kubernetes"}), the port and host this
  * replica binds for cluster traffic (the event bus binds the same host), the address it advertises
  * to the others when the bound one is not reachable as such ({@code public_host}: 0.0.0.0, NAT;
- * "" = {@code host}), and optional TLS for the event bus between replicas.
+ * "" = {@code host}), optional TLS for the event bus between replicas, and how the breaker guards its
+ * shared-state operations.
  */
 public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host,
-                            String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls) {
+                            String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls,
+                            StateGuard sharedState) {
 
   static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host", "public_host", "discovery",
-      "kubernetes", "tls");
+      "kubernetes", "tls", "shared_state");
   private static final String MEMBERS_EXPECTATION = "a non-empty list of \"host\" or \"host:port\"";
 
   /** How members find each other. */
@@ -48,11 +50,18 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     Objects.requireNonNull(discovery, "discovery");
     Objects.requireNonNull(kubernetes, "kubernetes");
     Objects.requireNonNull(tls, "tls");
+    Objects.requireNonNull(sharedState, "sharedState");
   }
 
   /** A TCP-IP cluster advertising its bind address. */
+  public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, Tls tls,
+                       StateGuard sharedState) {
+    this(enabled, name, members, port, host, "", Discovery.TCP_IP, Kubernetes.defaults(), tls, sharedState);
+  }
+
+  /** A TCP-IP cluster advertising its bind address, with the default shared-state guard. */
   public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, Tls tls) {
-    this(enabled, name, members, port, host, "", Discovery.TCP_IP, Kubernetes.defaults(), tls);
+    this(enabled, name, members, port, host, tls, StateGuard.defaults());
   }
 
   /** A TCP-IP cluster advertising its bind address, without event-bus TLS. */
@@ -61,12 +70,12 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
   }
 
   public static ClusterConfig defaults() {
-    return new ClusterConfig(false, "narwhal", List.of("127.0.0.1"), 5701, "127.0.0.1", Tls.defaults());
+    return new ClusterConfig(false, "narwhal", List.of("127.0.0.1"), 5701, "127.0.0.1", Tls.defaults(), StateGuard.defaults());
   }
 
   /** The same membership with clustering switched on (the {@code --cluster} flag). */
   public ClusterConfig enable() {
-    return new ClusterConfig(true, name, members, port, host, publicHost, discovery, kubernetes, tls);
+    return new ClusterConfig(true, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState);
   }
 
   /** The address other members and the event bus reach this replica at. */
@@ -84,12 +93,13 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         r.has("members") ? members(r) : d.members(),
         r.integer("port", d.port(), 1, 65535),
         r.nonEmptyString("host", d.host()),
-        r.text("public_host", d.publicHost(), h -> h.isEmpty() || (Addresses.isHostPort(h, false)
-            && !Addresses.isHostPort(h, true) && !isWildcard(h)), "\"\" or a host name or address without a port, "
+        r.text("public_host", d.publicHost(), h -> h.isEmpty() || (AddressSyntax.isHostPort(h, false)
+            && !AddressSyntax.isHostPort(h, true) && !isWildcard(h)), "\"\" or a host name or address without a port, "
             + "not a wildcard"),
         discovery,
         Kubernetes.read(r.section("kubernetes", Kubernetes.KEYS), discovery == Discovery.KUBERNETES),
-        Tls.read(r.section("tls", Tls.KEYS)));
+        Tls.read(r.section("tls", Tls.KEYS)),
+        StateGuard.read(r.section("shared_state", StateGuard.KEYS)));
   }
 
   /** 0.0.0.0 or ::, which bind every interface but reach no one. */
@@ -105,7 +115,7 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     List<String> members = new ArrayList<>();
     for (int i = 0; i < array.size(); i++) {
       Object member = array.getValue(i);
-      if (!(member instanceof String) || !Addresses.isHostPort((String) member, false)) {
+      if (!(member instanceof String) || !AddressSyntax.isHostPort((String) member, false)) {
         throw ConfigException.invalid(r.key("members") + "[" + i + "]", member,
             "\"host\" or \"host:port\"");
       }
@@ -124,7 +134,48 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         .put("public_host", publicHost)
         .put("discovery", discovery.wireName())
         .put("kubernetes", kubernetes.toJson())
-        .put("tls", tls.toJson());
+        .put("tls", tls.toJson())
+        .put("shared_state", sharedState.toJson());
+
+  }
+
+  /**
+   * How the breaker guards every operation on the cluster's shared state ({@code cluster.shared_state}, a Vert.x
+   * circuit breaker): an operation not done within {@code operation_timeout_s} fails; after
+   * {@code failure_threshold} failures in a row the guard opens and the replica decides on its own book, queueing its
+   * decisions for the cluster; after {@code reset_timeout_s} one operation is let through to try again, and when the
+   * guard closes the replica resyncs with the cluster.
+   */
+  public record StateGuard(double operationTimeoutS, int failureThreshold, double resetTimeoutS) {
+
+    static final Set<String> KEYS = Set.of("operation_timeout_s", "failure_threshold", "reset_timeout_s");
+
+    public static StateGuard defaults() {
+      return new StateGuard(0.5, 3, 2);
+    }
+
+    public long operationTimeoutMs() {
+      return Seconds.toMillis(operationTimeoutS);
+    }
+
+    public long resetTimeoutMs() {
+      return Seconds.toMillis(resetTimeoutS);
+    }
+
+    static StateGuard read(SectionReader r) {
+      StateGuard d = defaults();
+      return new StateGuard(
+          r.number("operation_timeout_s", d.operationTimeoutS(), v -> v >= 0.001 && v <= 60, "a number of seconds from 0.001 to 60"),
+          r.integer("failure_threshold", d.failureThreshold(), 1, 1000),
+          r.number("reset_timeout_s", d.resetTimeoutS(), v -> v >= 0.01 && v <= 3600, "a number of seconds from 0.01 to 3600"));
+    }
+
+    public JsonObject toJson() {
+      return new JsonObject()
+          .put("operation_timeout_s", Seconds.toJson(operationTimeoutS))
+          .put("failure_threshold", failureThreshold)
+          .put("reset_timeout_s", Seconds.toJson(resetTimeoutS));
+    }
   }
 
   /**

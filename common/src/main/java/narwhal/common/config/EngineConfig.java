@@ -26,11 +26,11 @@ public record EngineConfig(String iid, String url, Role role, String attestation
   static EngineConfig read(SectionReader r) {
     return new EngineConfig(
         r.nonEmptyString("iid", null),
-        r.text("url", null, Addresses::isHttpUrl, URL_EXPECTATION),
+        r.text("url", null, AddressSyntax::isHttpUrl, URL_EXPECTATION),
         Role.parse(r.oneOf("role", Role.BOTH.wireName(), Role.WIRE_NAMES)),
-        r.text("attestation_url", "", s -> s.isEmpty() || Addresses.isHttpUrl(s),
+        r.text("attestation_url", "", s -> s.isEmpty() || AddressSyntax.isHttpUrl(s),
             "\"\" or " + URL_EXPECTATION),
-        r.text("kv_side_channel", "", s -> s.isEmpty() || Addresses.isHostPort(s, true),
+        r.text("kv_side_channel", "", s -> s.isEmpty() || AddressSyntax.isHostPort(s, true),
             "\"\" or \"host:port\""));
   }
 

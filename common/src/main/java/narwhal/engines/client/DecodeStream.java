@@ -158,7 +158,7 @@ public final class DecodeStream {
     long silentMs = (System.nanoTime() - lastChunkNanos) / 1_000_000;
     if (silentMs >= call.readTimeoutMs()) {
       fail(new EngineFault(FaultKind.DECODE_SILENCE, Phase.DECODE,
-          "engine went silent between tokens: nothing arrived within the " + Seconds.of(call.readTimeoutMs()) + "s read timeout"));
+          "engine went silent between tokens: nothing arrived within the " + SecondsText.of(call.readTimeoutMs()) + "s read timeout"));
     } else {
       timer = vertx.setTimer(call.readTimeoutMs() - silentMs, t -> readTimerFired());
     }
@@ -167,7 +167,7 @@ public final class DecodeStream {
   private EngineFault firstTokenTimeout() {
     String what = metadataFrames == 0 ? "no frames at all" : metadataFrames + " metadata frame(s) but no token";
     return new EngineFault(FaultKind.FIRST_TOKEN_TIMEOUT, Phase.DECODE,
-        "no first token within " + Seconds.of(call.firstTokenTimeoutMs()) + "s: " + what);
+        "no first token within " + SecondsText.of(call.firstTokenTimeoutMs()) + "s: " + what);
   }
 
   private EngineFault eofBeforeDone() {

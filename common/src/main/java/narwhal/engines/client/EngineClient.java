@@ -70,7 +70,7 @@ public final class EngineClient {
     RequestOptions request = post(call.producerUrl(), call.endpoint(), call.requestId());
     cancel.onComplete(v -> result.tryFail(new CancellationException("prefill leg cancelled")));
     long timer = vertx.setTimer(Math.max(1, call.timeoutMs()), t -> result.tryFail(
-        new EngineFault(FaultKind.PREFILL_TIMEOUT, Phase.PREFILL, "prefill did not complete within " + Seconds.of(call.timeoutMs()) + "s")));
+        new EngineFault(FaultKind.PREFILL_TIMEOUT, Phase.PREFILL, "prefill did not complete within " + SecondsText.of(call.timeoutMs()) + "s")));
     http.request(request)
         .compose(req -> {
           result.future().onFailure(err -> req.reset());

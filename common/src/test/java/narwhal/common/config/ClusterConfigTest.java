@@ -82,6 +82,27 @@ class ClusterConfigTest {
   }
 
   @Test
+    void sharedStateGuardHasDefaultsAndRoundTrips() {
+    assertEquals(new ClusterConfig.StateGuard(0.5, 3, 2), cluster("{}").sharedState());
+    ClusterConfig c = cluster("{\"shared_state\": {\"operation_timeout_s\": 0.25, \"failure_threshold\": 5, \"reset_timeout_s\": 10}}");
+    assertEquals(new ClusterConfig.StateGuard(0.25, 5, 10), c.sharedState());
+    assertEquals(250, c.sharedState().operationTimeoutMs());
+    assertEquals(c, NarwhalConfig.fromJson(withSection("cluster", c.toJson().encode())).cluster());
+  }
+
+  @Test
+  void sharedStateGuardValuesAreValidated() {
+    refused("{\"shared_state\": {\"operation_timeout_s\": 0}}", "cluster.shared_state.operation_timeout_s",
+        "cluster.shared_state.operation_timeout_s: 0 is not valid: expected a number of seconds from 0.001 to 60");
+    refused("{\"shared_state\": {\"failure_threshold\": 0}}", "cluster.shared_state.failure_threshold",
+        "cluster.shared_state.failure_threshold: 0 is not valid: expected an integer from 1 to 1000");
+    refused("{\"shared_state\": {\"reset_timeout_s\": \"soon\"}}", "cluster.shared_state.reset_timeout_s",
+        "cluster.shared_state.reset_timeout_s: \"soon\" is not valid: expected a number of seconds from 0.01 to 3600");
+    refused("{\"shared_state\": {\"timeout\": 1}}", "cluster.shared_state.timeout",
+        "cluster.shared_state.timeout: unknown key");
+  }
+
+  @Test
   void tlsValuesAreValidated() {
     refused("{\"tls\": {\"enabled\": \"yes\"}}", "cluster.tls.enabled",
         "cluster.tls.enabled: \"yes\" is not valid: expected true or false");

@@ -6,7 +6,7 @@ import java.util.function.Function;
 import java.util.stream.Collectors;
 
 /** The fault kinds the simulator can inject, by wire name, and which requests each can apply to. */
-enum FaultKind {
+enum InjectedFault {
   STATUS("status"),
   REFUSE("refuse"),
   RESET("reset"),
@@ -28,17 +28,17 @@ enum FaultKind {
   SLOW_TOKENS("slow_tokens"),
   QUEUE_FULL("queue_full");
 
-  private static final Map<String, FaultKind> BY_WIRE =
+  private static final Map<String, InjectedFault> BY_WIRE =
     Arrays.stream(values()).collect(Collectors.toMap(k -> k.wire, Function.identity()));
 
   final String wire;
 
-  FaultKind(String wire) {
+  InjectedFault(String wire) {
     this.wire = wire;
   }
 
-  static FaultKind fromWire(String wire) {
-    FaultKind kind = wire == null ? null : BY_WIRE.get(wire);
+  static InjectedFault fromWire(String wire) {
+    InjectedFault kind = wire == null ? null : BY_WIRE.get(wire);
     if (kind == null) {
       throw new IllegalArgumentException("unknown fault kind '" + wire + "', expected one of "
         + Arrays.stream(values()).map(k -> k.wire).collect(Collectors.joining(", ")));

@@ -8,13 +8,13 @@ import io.vertx.ext.web.RoutingContext;
  * logs the request, validates it, picks the fault it carries (header {@code x-sim-fault}, body
  * field {@code sim_fault}, then the engine's fault plan) and hands it to an {@link InferenceRun}.
  */
-final class InferenceHandler {
+final class CompletionHandler {
 
   static final String FAULT_HEADER = "x-sim-fault";
 
   private final SimEngine engine;
 
-  InferenceHandler(SimEngine engine) {
+  CompletionHandler(SimEngine engine) {
     this.engine = engine;
   }
 
@@ -31,9 +31,9 @@ final class InferenceHandler {
       reject(ctx, ApiError.badRequest("The request body must be a JSON object.", null));
       return;
     }
-    InferenceRequest req;
+    CompletionRequest req;
     try {
-      req = InferenceRequest.parse(chat, path, body, headerId, engine.config());
+      req = CompletionRequest.parse(chat, path, body, headerId, engine.config());
     } catch (ApiError e) {
       engine.log().record(path, headerId, phaseOf(body), body.copy());
       reject(ctx, e);
@@ -54,7 +54,7 @@ final class InferenceHandler {
     new InferenceRun(engine, ctx, req, fault, entry).start();
   }
 
-  private FaultRule selectFault(RoutingContext ctx, InferenceRequest req) {
+  private FaultRule selectFault(RoutingContext ctx, CompletionRequest req) {
     FaultRule own = null;
     String header = ctx.request().getHeader(FAULT_HEADER);
     if (header != null && !header.isBlank()) {
@@ -64,7 +64,7 @@ final class InferenceHandler {
     } else if (req.simFault instanceof JsonObject) {
       own = new FaultRule((JsonObject) req.simFault);
     }
-    if (own != null && own.type() == FaultKind.HEALTH_503) {
+    if (own != null && own.type() == InjectedFault.HEALTH_503) {
       engine.faults().activateHealth(own);
       own = null;
     }

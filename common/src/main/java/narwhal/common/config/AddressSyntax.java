@@ -5,13 +5,13 @@ import java.net.URISyntaxException;
 import java.util.regex.Pattern;
 
 /** Syntax checks for the addresses a fleet file names: engine URLs and {@code host[:port]} pairs. */
-final class Addresses {
+final class AddressSyntax {
 
   private static final Pattern HOST_NAME = Pattern.compile("[A-Za-z0-9._-]+");
   private static final Pattern IPV6 = Pattern.compile("[0-9A-Fa-f:.]+");
   private static final Pattern PORT = Pattern.compile("[0-9]{1,5}");
 
-  private Addresses() {
+  private AddressSyntax() {
   }
 
   /** An {@code http://} or {@code https://} URL with a host, an optional port, no query or fragment. */

@@ -1,8 +1,8 @@
 package narwhal.engines.client;
 
 /** Formats a millisecond bound as the seconds an operator configured: 2500 → "2.5", 10000 → "10". */
-final class Seconds {
-  private Seconds() {
+final class SecondsText {
+  private SecondsText() {
   }
 
   static String of(long millis) {

@@ -11,7 +11,7 @@ import java.util.UUID;
  * the ids vLLM derives from {@code x-request-id}. Validation failures are {@link ApiError}s with
  * vLLM's messages.
  */
-final class InferenceRequest {
+final class CompletionRequest {
 
   final boolean chat;
   final String path;
@@ -43,7 +43,7 @@ final class InferenceRequest {
   /** False when {@code chat_template_kwargs.enable_thinking} is false (Qwen3's switch): no reasoning then. */
   final boolean thinking;
 
-  private InferenceRequest(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {
+  private CompletionRequest(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {
     this.chat = chat;
     this.path = path;
     this.body = body;
@@ -219,8 +219,8 @@ final class InferenceRequest {
     throw ApiError.badRequest("stop must be a string or a list of strings", "stop");
   }
 
-  static InferenceRequest parse(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {
-    return new InferenceRequest(chat, path, body, headerId, options);
+  static CompletionRequest parse(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {
+    return new CompletionRequest(chat, path, body, headerId, options);
   }
 
   /** Tokens this request may occupy in the KV cache: its prompt plus its output limit. */

@@ -24,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * token is refused with 401 and a non-zero exit.
  */
 @Timeout(120)
-class AdminCommandTest {
+class AdminCliTest {
   private static ClusterHarness h;
   private static Path fleetFile;
 
@@ -47,7 +47,7 @@ class AdminCommandTest {
   }
 
   private static Run admin(UnaryOperator<String> env, String... args) {
-    AdminCommand command = new AdminCommand();
+    AdminCli command = new AdminCli();
     command.env = env;
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();

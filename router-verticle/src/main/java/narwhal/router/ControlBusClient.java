@@ -9,14 +9,14 @@ import narwhal.common.bus.LegOutcome;
 import narwhal.common.bus.Reservation;
 import narwhal.common.bus.ReserveRequest;
 
-/** The router's side of the local bus: reservations from placement, leg outcomes to the breaker. */
-final class PlacementClient {
+/** The router's side of the local control bus: reservations from placement, leg outcomes to and state from the breaker. */
+final class ControlBusClient {
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
 
   private final Vertx vertx;
   private final RouterMetrics metrics;
 
-  PlacementClient(Vertx vertx, RouterMetrics metrics) {
+  ControlBusClient(Vertx vertx, RouterMetrics metrics) {
     this.vertx = vertx;
     this.metrics = metrics;
   }

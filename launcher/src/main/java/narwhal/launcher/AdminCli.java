@@ -11,6 +11,7 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
+import narwhal.common.bus.AdminCommand;
 import narwhal.common.config.NarwhalConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -39,8 +40,8 @@ import java.util.logging.Logger;
     description = "Send one admin command to the router cluster and print the reply.",
     footer = {"", "Commands: state, eject IID, readmit IID, quarantine IID --seconds S, drain IID, undrain IID, "
         + "wave-restart, reload-config.", "Exit status: 0 done, 1 refused (e.g. 401 wrong token), 2 could not ask."})
-final class AdminCommand implements Callable<Integer> {
-  static final List<String> COMMANDS = narwhal.common.bus.AdminCommand.wireNames();
+final class AdminCli implements Callable<Integer> {
+  static final List<String> COMMANDS = AdminCommand.wireNames();
   /** Kept so the quieter levels set for the command line are not collected away. */
   private static final List<Logger> QUIETED = new ArrayList<>();
 
@@ -120,7 +121,7 @@ final class AdminCommand implements Callable<Integer> {
   }
 
   private JsonObject args() {
-    narwhal.common.bus.AdminCommand parsed = narwhal.common.bus.AdminCommand.parse(command).orElseThrow(() ->
+    AdminCommand parsed = AdminCommand.parse(command).orElseThrow(() ->
         new CommandFailure("\"" + command + "\" is not a command: expected one of " + String.join(", ", COMMANDS)));
     JsonObject args = new JsonObject();
     if (parsed.aboutEngine()) {
@@ -129,7 +130,7 @@ final class AdminCommand implements Callable<Integer> {
     } else if (iid != null) {
       throw new CommandFailure(command + " takes no engine (got " + iid + ")");
     }
-    if (parsed == narwhal.common.bus.AdminCommand.QUARANTINE) {
+    if (parsed == AdminCommand.QUARANTINE) {
       if (seconds == null || !(seconds > 0) || seconds.isInfinite()) {
         throw new CommandFailure("quarantine needs --seconds S with S > 0");
       }

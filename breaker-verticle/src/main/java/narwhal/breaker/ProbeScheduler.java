@@ -1,0 +1,144 @@
+package narwhal.breaker;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.EngineState;
+import narwhal.common.config.EngineConfig;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.common.config.RecoveryConfig;
+import narwhal.common.fault.FailureClass;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.logging.Logger;
+
+/**
+ * When the breaker looks at engines (CONTRACT §6.3–6.5): the probes the book asks for, each under the engine's
+ * cluster-wide probe lock (a replica that cannot take it skips the probe); the monitor tick and readmission rounds; the
+ * liveness sweep, at most once per interval cluster-wide; and the whole-fleet validation of a wave restart.
+ */
+final class ProbeScheduler {
+  private static final Logger LOG = Logger.getLogger(ProbeScheduler.class.getName());
+
+  private final Vertx vertx;
+  private final Supplier<NarwhalConfig> config;
+  private final BreakerBook book;
+  private final Prober prober;
+  private final SharedBreakerState shared;
+  private final ClusterSync sync;
+  private final OutcomeIntake intake;
+  private final BreakerMetrics metrics;
+  private final Consumer<JsonObject> journal;
+  private final List<Long> timers = new ArrayList<>();
+
+  ProbeScheduler(Vertx vertx, Supplier<NarwhalConfig> config, BreakerBook book, Prober prober, SharedBreakerState shared,
+                 ClusterSync sync, OutcomeIntake intake, BreakerMetrics metrics, Consumer<JsonObject> journal) {
+    this.vertx = vertx;
+    this.config = config;
+    this.book = book;
+    this.prober = prober;
+    this.shared = shared;
+    this.sync = sync;
+    this.intake = intake;
+    this.metrics = metrics;
+    this.journal = journal;
+  }
+
+  /** (Re)arms the monitor tick, readmission rounds and liveness sweep at the configured cadences. */
+  void arm(RecoveryConfig recovery) {
+    stop();
+    timers.add(vertx.setPeriodic(recovery.monitorIntervalMs(), t -> intake.step(book::tick)));
+    timers.add(vertx.setPeriodic(recovery.readmitIntervalMs(), t -> intake.step(book::readmissionRound)));
+    timers.add(vertx.setPeriodic(recovery.livenessIntervalMs(), t -> livenessSweep()));
+  }
+
+  void stop() {
+    timers.forEach(vertx::cancelTimer);
+    timers.clear();
+  }
+
+  /** Runs a probe the book asked for under the engine's probe lock, or skips it when another replica holds the lock. */
+  void run(BreakerAction.Probe probe) {
+    String iid = probe.iid();
+    EngineConfig target = engine(iid);
+    if (target == null) {
+      book.probeSkipped(iid);
+      return;
+    }
+    shared.probeLock(iid).onSuccess(lock -> {
+      if (lock.isEmpty()) {
+        book.probeSkipped(iid);
+        LOG.fine(() -> "probe of " + iid + " skipped: another replica holds its probe lock");
+        return;
+      }
+      shared.state(iid).otherwise((JsonObject) null)
+          .compose(current -> {
+            if (current != null) sync.applyShared(current);
+            if (!book.needsProbe(iid, probe.kind())) {
+              book.probeSkipped(iid);
+              return Future.<Void>succeededFuture();
+            }
+            return probe(target, probe).compose(result -> {
+              metrics.probed(iid, probe.kind(), result.outcome());
+              journal.accept(new JsonObject().put("event", "probe").put("iid", iid).put("kind", probe.kind().wireName())
+                  .put("outcome", result.outcome().wireName()).put("detail", result.detail()));
+              return intake.step(() -> book.probeResult(iid, probe.kind(), result.outcome(), result.detail()));
+            });
+          })
+          .onComplete(done -> lock.get().release());
+    });
+  }
+
+  private Future<ProbeResult> probe(EngineConfig target, BreakerAction.Probe probe) {
+    Future<ProbeResult> outcome = switch (probe.kind()) {
+      case HEALTH -> prober.health(target);
+      case INFERENCE -> prober.inference(target, probe.producerIid() == null ? null : engine(probe.producerIid()), this::serving);
+      case LIFECYCLE -> prober.lifecycle(target, this::serving);
+    };
+    return outcome.otherwise(err -> ProbeResult.inconclusive("probe error: " + err.getMessage()));
+  }
+
+  /**
+   * Checks each serving engine's {@code /health}, once per sweep interval cluster-wide: under the engine's liveness lock
+   * a replica checks only when no replica did within the last 90% of the interval, so misses count once, not once per
+   * replica. The last-check stamps are wall-clock coordination data, not breaker time.
+   */
+  private void livenessSweep() {
+    long interval = config.get().recovery().livenessIntervalMs();
+    for (String iid : book.servingEngines()) {
+      EngineConfig engine = engine(iid);
+      if (engine == null) continue;
+      shared.livenessLock(iid).onSuccess(lock -> lock.ifPresent(held -> shared.lastLivenessCheck(iid).otherwise(0L)
+          .compose(last -> System.currentTimeMillis() - last < interval * 9 / 10 ? Future.<Void>succeededFuture()
+              : prober.healthy(engine).compose(ok -> shared.livenessChecked(iid, System.currentTimeMillis()).otherwise((Void) null)
+                  .compose(v -> ok ? intake.step(() -> book.liveness(iid, true))
+                      : sync.countFailure(iid, FailureClass.LIVENESS).compose(misses -> intake.step(() -> book.liveness(iid, false, misses))))))
+          .onComplete(done -> held.release())));
+    }
+  }
+
+  /** Validates every engine of the fleet together (a wave restart); the engines that failed, with why. */
+  Future<List<String>> validateFleet() {
+    List<EngineConfig> fleet = book.engines();
+    List<Future<ProbeResult>> checks = fleet.stream().map(e -> prober.lifecycle(e, iid -> true)).toList();
+    return Future.join(checks).transform(ar -> {
+      List<String> failed = new ArrayList<>();
+      for (int i = 0; i < checks.size(); i++) {
+        ProbeResult r = checks.get(i).result();
+        if (r == null || !r.passed()) failed.add(fleet.get(i).iid() + (r == null ? "" : " (" + r.detail() + ")"));
+      }
+      return Future.succeededFuture(failed);
+    });
+  }
+
+  private boolean serving(String iid) {
+    return book.state(iid).filter(s -> s == EngineState.SERVING).isPresent();
+  }
+
+  private EngineConfig engine(String iid) {
+    return book.engines().stream().filter(e -> e.iid().equals(iid)).findFirst().orElse(null);
+  }
+}
