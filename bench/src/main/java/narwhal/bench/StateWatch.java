@@ -14,8 +14,9 @@ import java.util.function.Predicate;
 /**
  * Watches several replicas' {@code /narwhal/state} at once: each is polled every {@link #INTERVAL_MS} ms (one poll in
  * flight per replica) and {@link #when} tells, per replica, when a condition on its state was first seen. A sighting
- * is bracketed: the change happened after the previous poll was sent and before the showing poll was answered, so its
- * estimate is the middle of that bracket and its error at most half the bracket. Everything runs on one context.
+ * is bracketed: the change happened after the last answered poll before it was sent (or, with none answered, after the
+ * wait was registered; failed polls tell nothing) and before the showing poll was answered, so its estimate is the
+ * middle of that bracket and its error at most half the bracket. Everything runs on one context.
  */
 final class StateWatch implements AutoCloseable {
   static final long INTERVAL_MS = 5;
@@ -71,7 +72,8 @@ final class StateWatch implements AutoCloseable {
 
     private void offer(int i, JsonObject state, long sent, long answered) {
       if (all.future().isComplete() || skip[i] || seen[i] != null || !condition.test(state)) return;
-      seen[i] = new Sighting(Math.max(registered, lastSent[i] > 0 ? lastSent[i] : sent), answered);
+      // not seen at the last answered poll (0: none answered since the start, so registration is the bound)
+      seen[i] = new Sighting(Math.max(registered, lastSent[i]), answered);
       for (int r = 0; r < seen.length; r++) if (!skip[r] && seen[r] == null) return;
       all.tryComplete(Arrays.asList(seen.clone()));
     }
@@ -125,9 +127,8 @@ final class StateWatch implements AutoCloseable {
         waits.removeIf(w -> w.all.future().isComplete());
         next = INTERVAL_MS;
         lastSent[i] = sent;
-      } else {
-        lastSent[i] = 0;
       }
+      // a failed poll tells nothing: the last answered one still bounds when a change happened
       vertx.setTimer(next, t -> poll(i));
     });
   }
