@@ -27,12 +27,12 @@ import java.util.function.UnaryOperator;
 import java.util.logging.Logger;
 
 /**
- * Engine health (CONTRACT §6): consumes leg outcomes from the local bus, keeps streaks in a {@link BreakerBook},
+ * Engine health (docs/operations.md#breaker-states): consumes leg outcomes from the local bus, keeps streaks in a {@link BreakerBook},
  * runs health and inference probes, liveness sweeps and readmission rounds, serves the admin commands that
  * change engine state, and publishes every state change on {@link Addresses#FLEET_CHANGED} and into the
  * {@code narwhal.engine-state} shared map, which placement on every replica follows.
  *
- * <p>Cluster state (CONTRACT §6.7, {@link SharedBreakerState}): streaks are counted in shared counters and their changes
+ * <p>Cluster state (docs/architecture.md#what-lives-in-the-cluster, {@link SharedBreakerState}): streaks are counted in shared counters and their changes
  * published on {@link #STREAK_CHANGED}; every replica's book takes over the states, streaks and fleet hold other
  * replicas decide, from {@link Addresses#FLEET_CHANGED} as they happen, from the shared map at start (a replica that
  * joins late) and at each resync. A probe runs only under the engine's cluster-wide probe lock; a replica that cannot
@@ -332,7 +332,7 @@ public final class BreakerVerticle extends VerticleBase {
     return new JsonObject().put("engines", book.snapshot()).put("fleet_hold", book.fleetHold()).put("replica", origin);
   }
 
-  // Admin commands (CONTRACT §8.1)
+  // Admin commands (docs/operations.md#admin-commands)
 
   private void admin(Message<JsonObject> msg) {
     JsonObject body = msg.body() == null ? new JsonObject() : msg.body();

@@ -4,7 +4,7 @@ import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.EngineState;
 
 /**
- * One engine's breaker state as it crosses the cluster (CONTRACT §6.7): published on {@code narwhal.fleet.changed} and
+ * One engine's breaker state as it crosses the cluster (docs/architecture.md#what-lives-in-the-cluster): published on {@code narwhal.fleet.changed} and
  * kept as JSON text in the {@code narwhal.engine-state} shared map. Besides {@code iid}, {@code state} and {@code cause},
  * which placement reads, it carries what another replica's breaker needs to take the state over: the quarantine's end
  * ({@code until_ms}, wall-clock epoch ms, so every replica ends it at the same instant), the producer an inference probe

@@ -22,7 +22,7 @@ import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 /**
- * Runs the breaker's probes against real engines (CONTRACT §6.3–6.5): a {@code /health} check; an inference
+ * Runs the breaker's probes against real engines (docs/operations.md#breaker-states): a {@code /health} check; an inference
  * probe of two legs, each bounded by {@code engine.first_token_timeout_s}, on a unique prompt; lifecycle
  * validation for fleets with a pinned contract. An inference probe whose producer cannot make a handoff is
  * inconclusive, not a failure of the probed engine.

@@ -15,7 +15,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The breaker's cluster state in Vert.x {@code SharedData} (CONTRACT §6.7), the same calls whether the cluster manager
+ * The breaker's cluster state in Vert.x {@code SharedData} (docs/architecture.md#what-lives-in-the-cluster), the same calls whether the cluster manager
  * is Hazelcast or the single-node local one:
  * <ul>
  *   <li>{@code narwhal.engine-state}: iid → {@link EngineStateEvent} JSON, plus the fleet hold;</li>

@@ -129,7 +129,7 @@ public final class NarwhalNode {
   }
 
   /**
-   * Hot reload (CONTRACT §5): re-reads {@code fleetFile} every second; a valid change becomes the configuration
+   * Hot reload (docs/configuration.md): re-reads {@code fleetFile} every second; a valid change becomes the configuration
    * every verticle reads and is announced on {@link Addresses#CONFIG_CHANGED}, an invalid one is refused whole
    * ({@link Addresses#CONFIG_REFUSED}). The {@code reload-config} admin command re-reads it on every replica.
    */

@@ -8,7 +8,7 @@ import io.vertx.core.file.OpenOptions;
 import io.vertx.core.json.JsonObject;
 
 /**
- * The request journal (CONTRACT §8.2): one JSON line per finished request, appended through a Vert.x
+ * The request journal (docs/operations.md#journal): one JSON line per finished request, appended through a Vert.x
  * {@link AsyncFile}, whose writes run off the event loop. {@link #append} may be called from any event loop: the
  * file reserves each row's position under its lock, so rows never interleave. {@link #close()} flushes what is queued.
  */

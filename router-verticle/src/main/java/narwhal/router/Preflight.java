@@ -25,7 +25,7 @@ import java.util.UUID;
 import java.util.function.Consumer;
 
 /**
- * Checks the fleet before serving (CONTRACT §7): every engine healthy, listing the model and matching the
+ * Checks the fleet before serving (docs/operations.md#processes): every engine healthy, listing the model and matching the
  * pinned {@code engine_contract}; every prefill-permitted engine producing a valid handoff; every
  * role-permitted producer→consumer pair decoding with it. Records attested facts (KV lease, side channel,
  * connector) for the router as it goes.

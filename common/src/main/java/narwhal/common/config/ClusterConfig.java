@@ -8,7 +8,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * Membership of the router cluster that shares breaker state (CONTRACT §6.7): whether replicas
+ * Membership of the router cluster that shares breaker state (docs/architecture.md#what-lives-in-the-cluster): whether replicas
  * cluster at all, the cluster name, the seed members ({@code host} or {@code host:port}), the
  * port and host this replica binds for cluster traffic (the event bus binds the same host), and
  * optional TLS for the event bus between replicas.

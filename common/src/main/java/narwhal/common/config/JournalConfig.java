@@ -3,7 +3,7 @@ package narwhal.common.config;
 import io.vertx.core.json.JsonObject;
 import java.util.Set;
 
-/** Where the operations journal (one JSON event per line, CONTRACT §8.2) is appended. */
+/** Where the operations journal (one JSON event per line, docs/operations.md#journal) is appended. */
 public record JournalConfig(String path) {
 
   static final Set<String> KEYS = Set.of("path");

@@ -5,7 +5,7 @@ import java.util.Set;
 
 /**
  * Where the router's OpenAI-compatible HTTP server listens; port 0 lets the OS pick one. {@code event_loops}
- * (ours, beyond CONTRACT §5; default: the number of available processors) is how many event loops serve it;
+ * (ours; default: the number of available processors) is how many event loops serve it;
  * read at start only.
  */
 public record ServerConfig(String host, int port, int eventLoops) {

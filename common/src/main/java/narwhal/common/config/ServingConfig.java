@@ -27,7 +27,7 @@ public record ServingConfig(
       "retry_budget", "retry_replenish", "graceful_timeout_s", "receive_timeout_s");
 
   /**
-   * {@code receive_timeout_s} (ours, beyond CONTRACT §5; default 10): how long a client may take to send a request's
+   * {@code receive_timeout_s} (ours; default 10): how long a client may take to send a request's
    * headers and body; a slower sender gets 408 (or, still in its headers, a closed connection).
    */
   public static ServingConfig defaults() {
