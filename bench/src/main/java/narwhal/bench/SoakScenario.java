@@ -220,7 +220,7 @@ final class SoakScenario implements Scenario {
         faulted + " of " + rows.size() + " (" + Fmt.num(100.0 * faulted / Math.max(1, rows.size()), 1) + " %)"));
     if (stats.count(Exchange.Outcome.NO_DONE) > 0) {
       report.note(stats.count(Exchange.Outcome.NO_DONE) + " stream(s) ended after a 200 with neither [DONE] nor an error frame"
-          + " (CONTRACT §3 wants a terminal error event): " + stats.errorSamples());
+          + " (docs/errors.md wants a terminal error event): " + stats.errorSamples());
     }
     if (withoutRid.get() > 0) report.note(withoutRid.get() + " request(s) got no response headers (no x-request-id)");
 

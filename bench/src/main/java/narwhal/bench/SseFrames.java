@@ -1,7 +1,7 @@
 package narwhal.bench;
 
 /**
- * Classifies one SSE event's data the way CONTRACT §3 does (output, metadata, error, {@code [DONE]}) without
+ * Classifies one SSE event's data the way docs/errors.md does (output, metadata, error, {@code [DONE]}) without
  * parsing JSON: the load generator shares two cores with what it measures, so it looks for a non-empty
  * {@code text}, {@code content} or {@code reasoning} string, or a non-empty {@code tool_calls} array,
  * inside a frame that has {@code choices}. Escaped quotes inside generated text cannot fake a key

@@ -13,7 +13,7 @@ import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
- * Serves the {@link AdminCommand}s of CONTRACT §8.1 on {@link Addresses#ADMIN}: checks the token (every command but
+ * Serves the {@link AdminCommand}s of docs/operations.md#admin-commands on {@link Addresses#ADMIN}: checks the token (every command but
  * {@code state} needs it), checks the arguments, applies the command to the book and replies with the breaker's state
  * once the change is cluster state; a wave restart first validates the whole fleet.
  */

@@ -21,12 +21,12 @@ import java.util.Set;
 import java.util.function.LongSupplier;
 
 /**
- * The breaker's state machine (CONTRACT §6), free of I/O and driven by an injected clock: it takes leg
+ * The breaker's state machine (docs/operations.md#breaker-states), free of I/O and driven by an injected clock: it takes leg
  * outcomes, probe results, liveness results, clock ticks and admin commands, and answers with the
  * {@link BreakerAction}s to carry out, streak changes among them. Streaks are consecutive failures per class; a class's verdict comes at
  * {@code recovery.eject_after}. Holds and quarantines never take away the last engine covering a role.
  *
- * <p>In a cluster (CONTRACT §6.7) each replica keeps a book: a failure is recorded with the cluster-wide streak the
+ * <p>In a cluster (docs/architecture.md#what-lives-in-the-cluster) each replica keeps a book: a failure is recorded with the cluster-wide streak the
  * caller counted ({@link #record(LegOutcome, int)}), and states, streaks and the fleet hold decided by other replicas
  * are taken over with {@link #applyRemote}, {@link #applyStreak} and {@link #applyFleetHold}. Every state carries a
  * version (time of change, deciding replica) so the newest wins whatever order versions arrive in.
@@ -222,7 +222,7 @@ final class BreakerBook {
     return engines.values().stream().filter(r -> r.state == EngineState.SERVING).map(r -> r.engine.iid()).toList();
   }
 
-  // Admin commands (CONTRACT §8.1)
+  // Admin commands (docs/operations.md#admin-commands)
 
   public List<BreakerAction> eject(String iid) {
     return withRecord(iid, (r, actions) -> eject(r, "admin", actions));
@@ -265,7 +265,7 @@ final class BreakerBook {
     return actions;
   }
 
-  // Cluster state (CONTRACT §6.7)
+  // Cluster state (docs/architecture.md#what-lives-in-the-cluster)
 
   /**
    * Takes over an engine state another replica decided, unless this book holds a newer version. Returns the change it

@@ -8,7 +8,7 @@ import narwhal.common.fault.FailureClass;
 
 import java.util.List;
 
-/** Engine-health metrics of CONTRACT §8.3, labelled by engine iid (a fixed fleet) and by fixed class, kind and outcome names. */
+/** Engine-health metrics of docs/metrics.md, labelled by engine iid (a fixed fleet) and by fixed class, kind and outcome names. */
 final class BreakerMetrics {
   private final MeterRegistry registry;
   private final BreakerBook book;

@@ -17,7 +17,7 @@ import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
- * Engine health (CONTRACT §6): wires the breaker's parts on the event bus. The {@link BreakerBook} decides;
+ * Engine health (docs/operations.md#breaker-states): wires the breaker's parts on the event bus. The {@link BreakerBook} decides;
  * {@link OutcomeIntake} feeds it leg outcomes from {@link Addresses#BREAKER_OUTCOME} and carries out its decisions;
  * {@link ClusterSync} keeps it and the cluster's shared state in step, through the {@link SharedStateGuard};
  * {@link ProbeScheduler} runs probes, readmission rounds and liveness sweeps; {@link AdminHandler} serves

@@ -22,7 +22,7 @@ import java.util.function.LongSupplier;
 import java.util.logging.Logger;
 
 /**
- * Keeps this replica's {@link BreakerBook} and the cluster's shared state in step (CONTRACT §6.7): writes and publishes
+ * Keeps this replica's {@link BreakerBook} and the cluster's shared state in step (docs/architecture.md#what-lives-in-the-cluster): writes and publishes
  * the states, fleet hold and streaks the book decides; takes over those other replicas decide, from
  * {@link Addresses#FLEET_CHANGED} and {@link Addresses#STREAK_CHANGED} as they happen and from the shared map at start
  * and every resync; ends each quarantine at the instant it carries. While the {@link SharedStateGuard} is not closed,

@@ -16,7 +16,7 @@ import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 /**
- * When the breaker looks at engines (CONTRACT §6.3–6.5): the probes the book asks for, each under the engine's
+ * When the breaker looks at engines (docs/operations.md#breaker-states): the probes the book asks for, each under the engine's
  * cluster-wide probe lock (a replica that cannot take it skips the probe); the monitor tick and readmission rounds; the
  * liveness sweep, at most once per interval cluster-wide; and the whole-fleet validation of a wave restart.
  */

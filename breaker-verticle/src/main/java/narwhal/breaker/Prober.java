@@ -14,7 +14,7 @@ import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
- * Runs the breaker's probes against real engines (CONTRACT §6.3–6.5) through {@link EngineChecks}, as preflight
+ * Runs the breaker's probes against real engines (docs/operations.md#breaker-states) through {@link EngineChecks}, as preflight
  * does: a {@code /health} check; an inference probe of two legs, each bounded by {@code engine.first_token_timeout_s},
  * on a unique prompt; lifecycle validation for fleets with a pinned contract. An inference probe whose producer
  * cannot make a handoff is inconclusive, not a failure of the probed engine. Every result says why.
@@ -69,7 +69,7 @@ final class Prober {
   }
 
   /**
-   * Lifecycle validation (CONTRACT §6.4): health, model listed, attestation against the contract, a direct generation,
+   * Lifecycle validation (docs/operations.md#breaker-states): health, model listed, attestation against the contract, a direct generation,
    * an inference probe (a role-permitted KV transfer), health again.
    */
   Future<ProbeResult> lifecycle(EngineConfig target, Predicate<String> serving) {

@@ -19,7 +19,7 @@ import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
- * The breaker's cluster state in Vert.x {@code SharedData} (CONTRACT §6.7), the same calls whether the cluster manager
+ * The breaker's cluster state in Vert.x {@code SharedData} (docs/architecture.md#what-lives-in-the-cluster), the same calls whether the cluster manager
  * is Hazelcast or the single-node local one, every one of them run under the {@link SharedStateGuard}:
  * <ul>
  *   <li>{@code narwhal.engine-state}: iid → {@link EngineStateEvent} JSON, plus the {@link FleetHoldEvent};</li>

@@ -232,7 +232,7 @@ class BreakerBookTest {
     assertFalse(b.fleetHold());
   }
 
-  // Cluster state (CONTRACT §6.7): what another replica decided, taken over by this book
+  // Cluster state (docs/architecture.md#what-lives-in-the-cluster): what another replica decided, taken over by this book
 
   private BreakerBook replica(String origin, String recoveryJson) {
     return new BreakerBook(FLEET, recovery(recoveryJson), false, now::get, origin);

@@ -32,7 +32,7 @@ import java.util.logging.Logger;
 /**
  * {@code narwhal admin}: joins the cluster named by the fleet file as a Hazelcast lite member (no partitions, no
  * state), sends one admin message ({@code {"command", "args"}}, header {@code token} from the environment variable
- * named by {@code admin.token_env}) to {@code narwhal.admin}, prints the reply, leaves (CONTRACT §8.1).
+ * named by {@code admin.token_env}) to {@code narwhal.admin}, prints the reply, leaves (docs/operations.md#admin-commands).
  * Exit status: 0 done, 1 refused by the cluster (the failure code and message are printed: 401 for a missing or wrong
  * token), 2 could not ask (bad arguments, unreadable fleet file, no replica answering).
  */

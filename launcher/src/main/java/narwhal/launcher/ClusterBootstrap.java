@@ -26,7 +26,7 @@ import java.util.List;
 import java.util.function.UnaryOperator;
 
 /**
- * How a process joins the router cluster (CONTRACT §5 {@code cluster.*}, §6.7): the Hazelcast config is
+ * How a process joins the router cluster (docs/configuration.md {@code cluster.*}, docs/architecture.md#what-lives-in-the-cluster): the Hazelcast config is
  * {@code conf/cluster.xml} (or the file named by {@value #CONFIG_PROPERTY}, or the copy bundled in the jar) with the
  * fleet file's {@code cluster.*} keys applied, the event bus binds {@code cluster.host} on a free port (advertising
  * {@code cluster.public_host} when set), with TLS

@@ -14,7 +14,7 @@ import java.util.Map;
 
 /**
  * The fleet file of a command ({@code --fleet}) with its start-time overrides: the {@code NARWHAL_<SECTION>_<KEY>}
- * environment variables and the repeatable {@code --set section.key=value} (CONTRACT §5). Reads and validates it for
+ * environment variables and the repeatable {@code --set section.key=value} (docs/configuration.md). Reads and validates it for
  * the command line, turning refusals into one readable line. A picocli mixin of every command that reads a fleet file.
  */
 final class FleetFile {

@@ -139,7 +139,7 @@ public final class NarwhalNode {
   }
 
   /**
-   * Hot reload (CONTRACT §5): re-reads {@code fleetFile} every second; a valid change becomes the configuration
+   * Hot reload (docs/configuration.md): re-reads {@code fleetFile} every second; a valid change becomes the configuration
    * every verticle reads and is announced on {@link Addresses#CONFIG_CHANGED}, an invalid one is refused whole
    * ({@link Addresses#CONFIG_REFUSED}). The {@code reload-config} admin command re-reads it on every replica.
    */
@@ -193,7 +193,7 @@ public final class NarwhalNode {
   }
 
   /**
-   * Graceful stop (SIGTERM), CONTRACT §5: readiness turns false at once (draining) while new requests are still
+   * Graceful stop (SIGTERM), docs/configuration.md: readiness turns false at once (draining) while new requests are still
    * served for {@code serving.drain_delay_s}, so a load balancer's health check takes the replica out first; then new
    * requests are refused with 503 {@code shutting_down} and those in flight (counted by the router from admission to
    * their terminal outcome, not by their reservations) finish for up to {@code serving.graceful_timeout_s}; then the

@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Shared breaker state across router replicas (CONTRACT §6.7, §8.1) on a real three-member Hazelcast cluster:
+ * Shared breaker state across router replicas (docs/architecture.md#what-lives-in-the-cluster, docs/operations.md#admin-commands) on a real three-member Hazelcast cluster:
  * a change made through one replica is followed by every replica's placement and breaker, a quarantine ends
  * everywhere at the instant it carries, losing a member loses no state, a member that joins later gets it,
  * and an engine is probed by one replica at a time.

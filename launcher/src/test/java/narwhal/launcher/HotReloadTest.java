@@ -29,7 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Hot reload of the fleet file (CONTRACT §5): a valid change (a timeout, an added and later a removed engine) applies
+ * Hot reload of the fleet file (docs/configuration.md): a valid change (a timeout, an added and later a removed engine) applies
  * without a restart and without failing the request in flight; an invalid file is refused whole, naming the key.
  */
 @Timeout(90)

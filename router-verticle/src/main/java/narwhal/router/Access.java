@@ -7,7 +7,7 @@ import narwhal.common.config.NarwhalConfig;
 import java.util.function.UnaryOperator;
 
 /**
- * Who may call the router (CONTRACT §5 {@code server.api_key_env}, {@code server.ops_token_env}): the client keys
+ * Who may call the router (docs/configuration.md {@code server.api_key_env}, {@code server.ops_token_env}): the client keys
  * that {@code /v1/*} then needs and the token that {@code /metrics} and {@code /narwhal/state} then need, read from
  * the environment variables the fleet file names. {@code /health} and {@code /ready} are always open. The engines'
  * key ({@code engine.engine_api_key_env}) is refused as a client key or ops token.

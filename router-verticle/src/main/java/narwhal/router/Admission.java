@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Which inference requests a replica admits: the in-flight requests under {@code serving.max_connections} (one count
- * across endpoints and event loops), and the stop sequence (CONTRACT §5 {@code serving.drain_delay_s}). A request
+ * across endpoints and event loops), and the stop sequence (docs/configuration.md {@code serving.drain_delay_s}). A request
  * counts from its admission to its lifecycle's terminal outcome, whatever reservations it holds between its legs.
  * Draining: readiness is false but requests are still admitted, so the balancer's health check takes the replica
  * out first. Closed: new requests are refused as {@code shutting_down}; {@link #idle} completes when the last

@@ -5,7 +5,7 @@ import io.vertx.core.json.JsonObject;
 
 /**
  * An error answered before any output, in the OpenAI/vLLM shape {@code {"error": {message, type, param, code}}}
- * (CONTRACT §1). {@code reason} is what the journal and metrics record; {@code retryAfter} adds
+ * (docs/errors.md). {@code reason} is what the journal and metrics record; {@code retryAfter} adds
  * {@code Retry-After: 1}.
  */
 record EdgeError(int status, String type, String message, String param, Object code, String reason, boolean retryAfter) {

@@ -22,7 +22,7 @@ public final class EngineFacts {
     return byIid.getOrDefault(iid, new Facts(null, null, null));
   }
 
-  /** Handoff age bound in ms: {@code L − floor(L/6)} seconds; 0 means no bound (CONTRACT §2.5). */
+  /** Handoff age bound in ms: {@code L − floor(L/6)} seconds; 0 means no bound (docs/vllm.md#the-fleet-file-for-them). */
   public long handoffBoundMs(String producerIid, double configuredLeaseS) {
     Double attested = get(producerIid).kvLeaseS();
     double lease = attested != null ? attested : configuredLeaseS;

@@ -22,7 +22,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * The request journal (CONTRACT §8.2): one JSON line per finished request. {@link #append} may be called from any
+ * The request journal (docs/operations.md#journal): one JSON line per finished request. {@link #append} may be called from any
  * event loop: it encodes the row and queues it to the journal's own writer thread, so no file I/O runs on an event
  * loop and rows never interleave. The writer appends whole rows to {@code journal.path} and rotates by size
  * ({@link JournalConfig}): a row goes whole into the file that receives it, so no row is split across files or lost

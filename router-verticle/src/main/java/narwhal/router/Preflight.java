@@ -16,7 +16,7 @@ import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 
 /**
- * Checks the fleet before serving (CONTRACT §7): every engine healthy, listing the model and matching the
+ * Checks the fleet before serving (docs/operations.md#processes): every engine healthy, listing the model and matching the
  * pinned {@code engine_contract}; every prefill-permitted engine producing a valid handoff; every
  * role-permitted producer→consumer pair decoding with it. Talks to engines through {@link EngineChecks}, as the
  * breaker's probes do, so the engines' API key and bounds are the same. Records attested facts (KV lease, side

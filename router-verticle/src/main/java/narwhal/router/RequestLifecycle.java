@@ -254,7 +254,7 @@ final class RequestLifecycle {
   /** Ends the request with an engine fault of attempt {@code a}: no attempt follows. */
   private void fail(Attempt a, EngineFault fault) {
     // Before output an engine's own error type (4xx answer, error object) reaches the client as is; once output
-    // exists the failure ends the stream (or the assembled answer) with the phase as its type (CONTRACT §3).
+    // exists the failure ends the stream (or the assembled answer) with the phase as its type (docs/errors.md).
     String errorType = a.decodeOutput ? fault.phase().wireName() : fault.errorType();
     EdgeError error = new EdgeError(fault.status(), errorType, fault.detail(), null, null, fault.kind().reason(), false);
     sink.fail(error);

@@ -6,7 +6,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.Optional;
 
 /**
- * Checks a client's completion or chat body at the edge (CONTRACT §1): the fields the router relies on must
+ * Checks a client's completion or chat body at the edge (docs/errors.md): the fields the router relies on must
  * have the right types, {@code n} and {@code best_of} must be 1, and the model must be the fleet's. Other
  * fields pass through to the engines untouched; a client {@code kv_transfer_params} is ignored here and
  * never forwarded.

@@ -1,7 +1,7 @@
 package narwhal.router;
 
 /**
- * The shared retry-credit pool (CONTRACT §4): starts full at {@code serving.retry_budget}; a retry spends one
+ * The shared retry-credit pool (docs/errors.md): starts full at {@code serving.retry_budget}; a retry spends one
  * credit when its prefill dispatches; each completed request adds {@code serving.retry_replenish}, capped at
  * the pool size. Credits are counted in millionths, so refills add up exactly (ten refills of 0.1 are one
  * whole credit, not 0.9999999999999999). One pool per replica, shared by its event loops: thread-safe.

@@ -1,7 +1,7 @@
 package narwhal.router;
 
 /**
- * Whether a failed attempt is retried (CONTRACT §4): the conditions in their contractual order, the first
+ * Whether a failed attempt is retried (docs/errors.md): the conditions in their contractual order, the first
  * that fails named as {@code retry_reason}; {@code allowed} when all hold.
  */
 final class RetryDecision {

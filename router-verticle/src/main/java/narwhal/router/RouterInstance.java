@@ -27,7 +27,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 
 /**
- * One event loop's share of the router's HTTP ingress (CONTRACT §1): the OpenAI-compatible inference endpoints,
+ * One event loop's share of the router's HTTP ingress (docs/errors.md): the OpenAI-compatible inference endpoints,
  * models, health, readiness, metrics and state, on the port every instance of a replica shares. Every response
  * carries the router's {@code x-request-id}. Each admitted request runs in its own {@link RequestLifecycle} with
  * this loop's engine client; the retry budget, in-flight count, journal and metrics are the replica's

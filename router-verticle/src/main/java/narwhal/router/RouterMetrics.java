@@ -18,7 +18,7 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
- * The router's request metrics (CONTRACT §8.3), named so Prometheus shows {@code narwhal_*}. Label values come
+ * The router's request metrics (docs/metrics.md), named so Prometheus shows {@code narwhal_*}. Label values come
  * from fixed sets (fault reasons, phases, the fleet's iids), never from request data, and every series is
  * registered at zero from start so dashboards and alerts see it before the first event.
  */

@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A client that goes away (CONTRACT §4, ownership and cleanup): the request ends as {@code cancelled} with one
+ * A client that goes away (docs/errors.md, ownership and cleanup): the request ends as {@code cancelled} with one
  * journal row, every reservation is released, the engine leg in flight is closed (the simulator stops
  * generating: its running count drops to zero long before the slow stream would have ended), and the
  * disconnect is no evidence against any engine.

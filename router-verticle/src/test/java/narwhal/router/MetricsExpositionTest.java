@@ -7,7 +7,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Every metric name of CONTRACT §8.3 is exported from start, zeros included, with help text. */
+/** Every metric name of docs/metrics.md is exported from start, zeros included, with help text. */
 @Timeout(60)
 class MetricsExpositionTest {
   static final List<String> CONTRACT_SERIES = List.of(

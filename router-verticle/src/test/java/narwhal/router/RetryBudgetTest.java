@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The shared retry-credit pool (CONTRACT §4). */
+/** The shared retry-credit pool (docs/errors.md). */
 class RetryBudgetTest {
 
   @Test

@@ -5,7 +5,7 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The retry decision (CONTRACT §4) as a pure function: the reasons in their contractual order, and full-jitter backoff. */
+/** The retry decision (docs/errors.md) as a pure function: the reasons in their contractual order, and full-jitter backoff. */
 class RetryDecisionTest {
 
   /** Facts where every condition holds. */

@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Retries (CONTRACT §4) with {@code serving.max_attempts: 2} over two producers and two consumers: a transient
+ * Retries (docs/errors.md) with {@code serving.max_attempts: 2} over two producers and two consumers: a transient
  * fault before output is retried as a fresh attempt on other engines with {@code -a2-} backend ids; a
  * non-transient fault and a failure after output are not; each decision is journalled with its reason.
  *

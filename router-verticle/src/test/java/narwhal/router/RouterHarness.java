@@ -149,7 +149,7 @@ final class RouterHarness implements AutoCloseable {
     }
   }
 
-  /** The generated text of one frame as a JSON tree (CONTRACT §3): completions' {@code text}, chat's reasoning and content deltas. */
+  /** The generated text of one frame as a JSON tree (docs/errors.md): completions' {@code text}, chat's reasoning and content deltas. */
   static String outputText(JsonObject frame) {
     if (!(frame.getValue("choices") instanceof JsonArray choices)) return "";
     StringBuilder out = new StringBuilder();

@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Tool-call and reasoning deltas are output (CONTRACT §3) like text: a stream that carries only them commits 200 and
+ * Tool-call and reasoning deltas are output (docs/errors.md) like text: a stream that carries only them commits 200 and
  * meets the first-token bound. The engines pace their deltas {@code itl} apart and the first-token bound is shorter
  * than the time to the first content delta (reasoning) or than the whole stream (tools): were those deltas not output,
  * the requests would end in a first-token timeout.

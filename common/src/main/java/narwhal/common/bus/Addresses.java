@@ -28,7 +28,7 @@ public final class Addresses {
   public static final String CONFIG_REFUSED = "narwhal.config.refused";
   /** Cluster publish: every replica re-reads its fleet file now (the {@code reload-config} admin command). */
   public static final String CONFIG_RELOAD = "narwhal.config.reload";
-  /** Request-reply admin commands (CONTRACT §8.1): an {@link AdminCommand}. */
+  /** Request-reply admin commands (docs/operations.md#admin-commands): an {@link AdminCommand}. */
   public static final String ADMIN = "narwhal.admin";
 
   private Addresses() {

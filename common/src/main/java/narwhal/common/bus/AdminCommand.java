@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The admin commands of CONTRACT §8.1, as the {@code narwhal admin} command line sends them and the breaker serves them
+ * The admin commands of docs/operations.md#admin-commands, as the {@code narwhal admin} command line sends them and the breaker serves them
  * on {@link Addresses#ADMIN} ({@code {"command": wire name, "args": {...}}}, header {@code token}).
  */
 public enum AdminCommand {

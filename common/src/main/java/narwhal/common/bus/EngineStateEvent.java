@@ -3,7 +3,7 @@ package narwhal.common.bus;
 import io.vertx.core.json.JsonObject;
 
 /**
- * One engine's breaker state as it crosses the cluster (CONTRACT §6.7): published on {@link Addresses#FLEET_CHANGED}
+ * One engine's breaker state as it crosses the cluster (docs/architecture.md#what-lives-in-the-cluster): published on {@link Addresses#FLEET_CHANGED}
  * and kept as JSON text in the {@link SharedState#ENGINE_STATE_MAP} shared map. Besides {@code iid}, {@code state} and
  * {@code cause}, which placement reads, it carries what another replica's breaker needs to take the state over: the
  * quarantine's end ({@code until_ms}, wall-clock epoch ms, so every replica ends it at the same instant), the producer an

@@ -3,7 +3,7 @@ package narwhal.common.bus;
 import io.vertx.core.json.JsonObject;
 
 /**
- * The whole-wave fleet hold put on or lifted (CONTRACT §6.6), as it crosses the cluster: published on
+ * The whole-wave fleet hold put on or lifted (docs/operations.md#whole-wave-runbook), as it crosses the cluster: published on
  * {@link Addresses#FLEET_CHANGED} and kept under {@link SharedState#FLEET_HOLD_KEY}, versioned like an engine's state.
  */
 public record FleetHoldEvent(boolean held, long changedMs, String origin) {

@@ -4,7 +4,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.Set;
 
 /**
- * Names the environment variable holding the admin token (CONTRACT §8.1); the token itself never
+ * Names the environment variable holding the admin token (docs/operations.md#admin-commands); the token itself never
  * appears in the fleet file.
  */
 public record AdminConfig(String tokenEnv) {

@@ -8,7 +8,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * Membership of the router cluster that shares breaker state (CONTRACT §6.7): whether replicas
+ * Membership of the router cluster that shares breaker state (docs/architecture.md#what-lives-in-the-cluster): whether replicas
  * cluster at all, the cluster name, how members find each other ({@code discovery}: the seed
  * {@code members}, {@code host} or {@code host:port}, for {@code "tcp-ip"}; Hazelcast's own
  * Kubernetes discovery of a service's pods for {@code "kubernetes"}), the port and host this

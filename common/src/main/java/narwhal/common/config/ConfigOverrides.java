@@ -15,7 +15,7 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * Start-time overrides of fleet-file keys (CONTRACT §5), so one file serves every replica: environment variables
+ * Start-time overrides of fleet-file keys (docs/configuration.md), so one file serves every replica: environment variables
  * {@code NARWHAL_<SECTION>_<KEY>} (the key upper-cased, dots as underscores: {@code NARWHAL_SERVER_PORT},
  * {@code NARWHAL_CLUSTER_TLS_ENABLED}) and repeatable {@code --set section.key=value}; precedence file &lt;
  * environment &lt; {@code --set} (the last {@code --set} of a key wins). Overrides are applied to the file's JSON, then

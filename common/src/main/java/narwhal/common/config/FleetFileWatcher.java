@@ -10,7 +10,7 @@ import java.util.function.Consumer;
 import java.util.logging.Logger;
 
 /**
- * Hot reload of the fleet file (CONTRACT §5): re-reads it every {@code periodMs} with Vert.x's async file system
+ * Hot reload of the fleet file (docs/configuration.md): re-reads it every {@code periodMs} with Vert.x's async file system
  * (never on the event loop's time), and when its text changed, parses it whole. A valid file becomes the current
  * configuration and is handed to {@code onApplied(old, new)}; an invalid one is refused whole — the last good
  * configuration stays — and its {@link ConfigException} goes to {@code onRefused}. The start-time overrides

@@ -4,7 +4,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.Set;
 
 /**
- * Where the operations journal (one JSON row per line, CONTRACT §8.2) goes: a file, rotated by size, or standard
+ * Where the operations journal (one JSON row per line, docs/operations.md#journal) goes: a file, rotated by size, or standard
  * output ({@code path} {@value #STDOUT}, for containers). A file over {@code max_bytes} is renamed {@code path.1}
  * (older ones shift to {@code .2} … {@code .keep}, the oldest is deleted) before the row that would cross the limit;
  * {@code max_bytes} 0 never rotates. Read at start only.

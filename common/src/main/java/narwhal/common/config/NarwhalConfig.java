@@ -10,7 +10,7 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * The fleet file ({@code conf/narwhal.json}, CONTRACT §5) as one immutable, validated value: the
+ * The fleet file ({@code conf/narwhal.json}, docs/configuration.md) as one immutable, validated value: the
  * served model, the engines, the optional pinned engine contract and every tuning section with its
  * defaults applied. A file is accepted whole or refused whole with a {@link ConfigException}, which
  * is what lets a hot reload keep the last good configuration.

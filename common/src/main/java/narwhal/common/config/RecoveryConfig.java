@@ -4,7 +4,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.Set;
 
 /**
- * The breaker's cadence (CONTRACT §6): the streak length that triggers a verdict, the monitor tick
+ * The breaker's cadence (docs/operations.md#breaker-states): the streak length that triggers a verdict, the monitor tick
  * that readmission and liveness sweeps count in, how long a failure quarantine lasts, and whether
  * ejected engines come back one by one or as a whole wave.
  */

@@ -4,7 +4,7 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * How ejected engines come back (CONTRACT §6.6): one at a time, or only together after an
+ * How ejected engines come back (docs/operations.md#whole-wave-runbook): one at a time, or only together after an
  * operator's {@code wave-restart}, for fleets whose engines must be restarted as a whole.
  */
 public enum RestartPolicy {

@@ -5,7 +5,7 @@ import java.util.Set;
 
 /**
  * Where the router's OpenAI-compatible HTTP server listens (port 0 lets the OS pick one) and who may use it.
- * {@code event_loops} (ours, beyond CONTRACT §5; default: the number of available processors) is how many event
+ * {@code event_loops} (ours; default: the number of available processors) is how many event
  * loops serve it; read at start only. {@code api_key_env} names the environment variable holding the client API
  * keys (comma-separated; "" = {@code /v1/*} open), {@code ops_token_env} the one holding the bearer token that
  * {@code /metrics} and {@code /narwhal/state} then need ("" = open). The keys themselves never appear in the file.

@@ -29,7 +29,7 @@ public record ServingConfig(
       "retry_budget", "retry_replenish", "graceful_timeout_s", "receive_timeout_s", "drain_delay_s");
 
   /**
-   * {@code receive_timeout_s} (ours, beyond CONTRACT §5; default 10): how long a client may take to send a request's
+   * {@code receive_timeout_s} (ours; default 10): how long a client may take to send a request's
    * headers and body; a slower sender gets 408 (or, still in its headers, a closed connection).
    * {@code drain_delay_s} (default 5, 0 = refuse at once): after SIGTERM, {@code /ready} answers 503 at once but new
    * requests are still served this long; then they are refused with 503 {@code shutting_down}.

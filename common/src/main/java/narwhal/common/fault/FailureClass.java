@@ -1,7 +1,7 @@
 package narwhal.common.fault;
 
 /**
- * Breaker failure classes (CONTRACT §6.1): each engine keeps one consecutive streak per class, and the
+ * Breaker failure classes (docs/operations.md#breaker-states): each engine keeps one consecutive streak per class, and the
  * class decides the verdict when the streak reaches {@code recovery.eject_after}.
  */
 public enum FailureClass {

@@ -1,7 +1,7 @@
 package narwhal.common.fault;
 
 /**
- * The one fault taxonomy (CONTRACT §3, §4): every way a leg can fail, and for each the client status,
+ * The one fault taxonomy (docs/errors.md): every way a leg can fail, and for each the client status,
  * whether a fresh attempt may cure it, the breaker class it counts against (null: no evidence against the
  * engine), whether it quarantines the engine, and the reason written to the journal and to metrics.
  */
@@ -64,7 +64,7 @@ public enum FaultKind {
     return reason;
   }
 
-  /** Classifies an engine's HTTP error status (CONTRACT §4). */
+  /** Classifies an engine's HTTP error status (docs/errors.md). */
   public static FaultKind ofEngineStatus(int status) {
     if (status == 408 || status == 504) return ENGINE_TIMEOUT_STATUS;
     if (status == 429 || status == 503) return ENGINE_OVERLOADED;

@@ -10,7 +10,7 @@ public record ProbeBounds(long prefillMs, long firstTokenMs, long readMs) {
     return new ProbeBounds(cfg.serving().prefillTimeoutMs(), cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs());
   }
 
-  /** The breaker's inference probe (CONTRACT §6.3): each leg bounded by {@code engine.first_token_timeout_s}. */
+  /** The breaker's inference probe (docs/operations.md#breaker-states): each leg bounded by {@code engine.first_token_timeout_s}. */
   public static ProbeBounds inference(NarwhalConfig cfg) {
     long bound = cfg.engine().firstTokenTimeoutMs();
     return new ProbeBounds(bound, bound, bound);

@@ -19,7 +19,7 @@ import java.util.concurrent.CancellationException;
 import java.util.function.Consumer;
 
 /**
- * A running decode leg (CONTRACT §3). Hands each metadata and output event to its handler in order, and
+ * A running decode leg (docs/errors.md). Hands each metadata and output event to its handler in order, and
  * ends once: {@link #end()} succeeds at {@code [DONE]} after output, or fails with an {@link EngineFault}
  * ({@code [DONE]} before output, EOF or reset before {@code [DONE]}, an error frame, the first-token budget
  * or the between-chunks read timeout running out). Timers and the upstream request die with it.

@@ -2,7 +2,7 @@ package narwhal.engines.client;
 
 import io.vertx.core.json.JsonObject;
 
-/** Builds the bodies of the two legs from the client's body (CONTRACT §2.1, §2.4). The client body is never modified. */
+/** Builds the bodies of the two legs from the client's body (docs/vllm.md#what-the-router-sends-and-expects). The client body is never modified. */
 final class LegBodies {
   private LegBodies() {
   }

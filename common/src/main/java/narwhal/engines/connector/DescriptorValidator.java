@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Checks a KV handoff descriptor before any decode request is made (CONTRACT §2.3). Returns the rejection
+ * Checks a KV handoff descriptor before any decode request is made (docs/vllm.md#what-the-router-sends-and-expects). Returns the rejection
  * reason, or empty when the descriptor may be forwarded; it never changes the descriptor: every field it
  * does not judge travels on untouched. Reasons name no host, port or URL: they reach clients.
  */

@@ -11,7 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * Classifies one event's data (CONTRACT §3) in a single pass of Jackson's streaming parser over its bytes:
+ * Classifies one event's data (docs/errors.md) in a single pass of Jackson's streaming parser over its bytes:
  * the whole frame is checked to be one JSON object, but no tree is built and only the values that matter
  * are read (generated text, {@code tool_calls}, {@code finish_reason}, and the rare {@code error} and
  * {@code usage} objects). A repeated key counts with its last value, as in a {@link JsonObject}. One instance

@@ -3,7 +3,7 @@ package narwhal.engines.sse;
 import io.vertx.core.json.JsonObject;
 
 /**
- * One server-sent event of an OpenAI-style engine stream, classified (CONTRACT §3): generated
+ * One server-sent event of an OpenAI-style engine stream, classified (docs/errors.md): generated
  * {@link Output}, {@link Metadata} (role-only, empty or usage-only frames), an in-stream {@link ErrorFrame},
  * or the {@link Done} terminator. Output and metadata carry the event as an {@link SseFrame}, the engine's
  * bytes framed for relay, so a relay forwards them without re-serialising.
