@@ -25,6 +25,7 @@ final class RollingRestartScenario implements Scenario {
   static final int JSON_TOKENS = 8;
   static final double ITL_MS = 10;
   static final String STEADY = "steady";
+  static final String WARM_UP = "warm-up";
 
   @Override
   public String name() {
@@ -47,7 +48,7 @@ final class RollingRestartScenario implements Scenario {
         "haproxy is not installed (Debian: apt-get install haproxy)"));
     boolean smoke = env.smoke();
     int clients = smoke ? 3 : 8;
-    double steadyS = smoke ? 2 : 10;
+    double steadyS = smoke ? 4 : 10;
     double settleS = smoke ? 1 : 5;
     int drainDelayS = smoke ? 2 : 5;
     BenchReport report = env.report();
@@ -83,10 +84,13 @@ final class RollingRestartScenario implements Scenario {
     HttpWork front = new HttpWork(load.vertx(), load.client(4 * clients), "127.0.0.1", haproxy.port());
     PhasedLoad traffic = new PhasedLoad(front, List.of(
         new PhasedLoad.Mode("stream", true, Bodies.completion(STREAM_TOKENS, true).toBuffer()),
-        new PhasedLoad.Mode("json", false, Bodies.completion(JSON_TOKENS, false).toBuffer())), clients, 60_000, STEADY);
+        new PhasedLoad.Mode("json", false, Bodies.completion(JSON_TOKENS, false).toBuffer())), clients, 60_000, WARM_UP);
     traffic.start();
-    progress.say("steady load for " + steadyS + " s");
-    JvmProbe.sleep((long) (steadyS * 1000));
+    // the first half warms the replicas up (their first requests are several times slower); the second is the baseline
+    progress.say("warm-up then steady load, " + steadyS / 2 + " s each");
+    JvmProbe.sleep((long) (steadyS * 500));
+    traffic.phase(STEADY);
+    JvmProbe.sleep((long) (steadyS * 500));
 
     List<Step> steps = new ArrayList<>();
     for (String signal : List.of("SIGTERM", "SIGKILL")) {
