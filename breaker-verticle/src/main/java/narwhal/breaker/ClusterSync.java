@@ -72,7 +72,7 @@ final class ClusterSync {
 
   void arm(long monitorIntervalMs) {
     vertx.cancelTimer(resyncTimer);
-    resyncTimer = vertx.setPeriodic(Math.max(MIN_RESYNC_MS, monitorIntervalMs), t -> resync()
+    resyncTimer = vertx.setPeriodic(Math.max(MIN_RESYNC_MS, monitorIntervalMs), t -> (queued.isEmpty() ? resync() : fullResync())
         .onFailure(err -> LOG.fine(() -> "could not read the shared state (the next resync retries): " + err.getMessage())));
   }
 
@@ -154,21 +154,24 @@ final class ClusterSync {
   }
 
   /**
-   * The guard closed again: takes the newest version of every state from the cluster, then writes and publishes what
-   * this replica decided meanwhile, as the book now holds it (its own decision, or a newer one from another replica).
+   * The guard closed again (or a write failed while it stayed closed): takes the newest version of every state from the
+   * cluster, then writes and publishes what this replica decided meanwhile, as the book now holds it (its own
+   * decision, or a newer one from another replica).
    */
-  void fullResync() {
-    shared.states().onSuccess(list -> list.forEach(this::applyShared)).onComplete(read -> {
+  Future<Void> fullResync() {
+    return shared.states().onSuccess(list -> list.forEach(this::applyShared)).compose(read -> {
       List<String> keys = new ArrayList<>(queued);
       queued.clear();
+      List<Future<Void>> writes = new ArrayList<>();
       for (String key : keys) {
         if (SharedState.FLEET_HOLD_KEY.equals(key)) {
-          write(key, () -> shared.putFleetHold(book.fleetHoldEvent()), book.fleetHoldEvent().toJson(), false);
+          writes.add(write(key, () -> shared.putFleetHold(book.fleetHoldEvent()), book.fleetHoldEvent().toJson(), false));
         } else {
-          book.stateEvent(key).ifPresent(event -> write(key, () -> shared.putState(event), event.toJson(), false));
+          book.stateEvent(key).ifPresent(event -> writes.add(write(key, () -> shared.putState(event), event.toJson(), false)));
         }
       }
       LOG.info(() -> "resynced with the shared state; " + keys.size() + " queued decision(s) written");
+      return Future.join(writes).<Void>mapEmpty();
     });
   }
 

@@ -26,7 +26,7 @@ final class SharedStateGuard {
   private static final Logger LOG = Logger.getLogger(SharedStateGuard.class.getName());
 
   private final CircuitBreaker breaker;
-  private Runnable onClose = () -> { };
+  private Supplier<Future<Void>> onClose = Future::succeededFuture;
 
   SharedStateGuard(Vertx vertx, ClusterConfig.StateGuard settings, MeterRegistry registry, Consumer<JsonObject> journal) {
     this.breaker = CircuitBreaker.create("narwhal-shared-state", vertx, new CircuitBreakerOptions()
@@ -41,7 +41,7 @@ final class SharedStateGuard {
     breaker.halfOpenHandler(v -> changed(journal, "trying the shared state again"));
     breaker.closeHandler(v -> {
       changed(journal, "the shared state answers again; resyncing");
-      onClose.run();
+      onClose.get().onFailure(err -> LOG.warning("resync after the guard closed failed (the next resync retries): " + err.getMessage()));
     });
   }
 
@@ -60,7 +60,7 @@ final class SharedStateGuard {
     return wireName(breaker.state());
   }
 
-  void onClose(Runnable handler) {
+  void onClose(Supplier<Future<Void>> handler) {
     this.onClose = handler;
   }
 
