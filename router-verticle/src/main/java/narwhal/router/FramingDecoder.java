@@ -80,10 +80,15 @@ final class FramingDecoder extends VertxHttpRequestDecoder {
     super.decode(ctx, buffer, out);
     for (int i = before; i < out.size(); i++) {
       if (out.get(i) instanceof HttpRequest request && request.decoderResult().cause() instanceof IllegalArgumentException cause
-          && !(cause instanceof Refused) && String.valueOf(cause.getMessage()).contains("Content-Length")) {
+          && !(cause instanceof Refused) && contentLengthFault(String.valueOf(cause.getMessage()))) {
         request.setDecoderResult(DecoderResult.failure(new Refused("Content-Length: expected a single decimal number of bytes")));
       }
     }
+  }
+
+  /** Netty's refusals of a Content-Length value (HttpUtil.normalizeAndGetContentLength). */
+  private static boolean contentLengthFault(String message) {
+    return message.startsWith("Content-Length value") || message.startsWith("Multiple Content-Length values");
   }
 
   private void checkFraming(HttpRequest request) {
