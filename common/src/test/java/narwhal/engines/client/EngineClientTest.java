@@ -109,19 +109,22 @@ class EngineClientTest {
 
   @Test
   void streamFaultsAreClassified() {
-    expectFault("done_before_output", FaultKind.DONE_BEFORE_OUTPUT, "stream ended with [DONE] before any token arrived");
-    expectFault("close_before_done;after=2", FaultKind.EOF_BEFORE_DONE, "stream ended before the [DONE] terminator");
-    expectFault("silence_after;after=1", FaultKind.DECODE_SILENCE,
+    // Only the timeout under test is short: a loaded machine must not turn another fault into a first-token timeout.
+    expectFault("done_before_output", LENIENT, LENIENT, FaultKind.DONE_BEFORE_OUTPUT, "stream ended with [DONE] before any token arrived");
+    expectFault("close_before_done;after=2", LENIENT, LENIENT, FaultKind.EOF_BEFORE_DONE, "stream ended before the [DONE] terminator");
+    expectFault("silence_after;after=1", LENIENT, 300, FaultKind.DECODE_SILENCE,
         "engine went silent between tokens: nothing arrived within the 0.3s read timeout");
-    expectFault("hang_after_headers", FaultKind.FIRST_TOKEN_TIMEOUT, "no first token within 0.3s: no frames at all");
-    expectFault("hang_before_headers", FaultKind.FIRST_TOKEN_TIMEOUT, "no first token within 0.3s: no frames at all");
-    expectFault("error_in_stream;after=0;code=503;message=overloaded", FaultKind.STREAM_ERROR_OBJECT, "overloaded");
+    expectFault("hang_after_headers", 300, LENIENT, FaultKind.FIRST_TOKEN_TIMEOUT, "no first token within 0.3s: no frames at all");
+    expectFault("hang_before_headers", 300, LENIENT, FaultKind.FIRST_TOKEN_TIMEOUT, "no first token within 0.3s: no frames at all");
+    expectFault("error_in_stream;after=0;code=503;message=overloaded", LENIENT, LENIENT, FaultKind.STREAM_ERROR_OBJECT, "overloaded");
   }
 
-  private void expectFault(String fault, FaultKind kind, String detail) {
+  private static final long LENIENT = 30_000;
+
+  private void expectFault(String fault, long firstTokenMs, long readMs, FaultKind kind, String detail) {
     consumer.faults().clear();
     consumer.faults().add(new JsonObject().put("kind", fault.split(";")[0]).mergeIn(params(fault)));
-    Object end = decode(prefill(), decodeCall(300, 300), new ArrayList<>());
+    Object end = decode(prefill(), decodeCall(firstTokenMs, readMs), new ArrayList<>());
     EngineFault f = assertInstanceOf(EngineFault.class, end, fault + " → " + end);
     assertEquals(kind, f.kind(), fault);
     assertEquals(Phase.DECODE, f.phase());
