@@ -193,7 +193,7 @@ final class FuzzCases {
     refused(out, "HTTP/1.2", "POST " + C + " HTTP/1.2\r\nHost: x\r\n" + cl + "\r\n" + body);
     refused(out, "http/1.1 (lower case)", "POST " + C + " http/1.1\r\nHost: x\r\n" + cl + "\r\n" + body);
     refused(out, "extra token after the version", "POST " + C + " HTTP/1.1 x\r\nHost: x\r\n" + cl + "\r\n" + body);
-    refused(out, "request line without version", "POST " + C + "\r\nHost: x\r\n" + cl + "\r\n" + body);
+    refused(out, "no version, a request behind it", "POST " + C + "\r\nHost: x\r\n" + cl + "\r\n" + body);
     refused(out, "bare LF line endings", "POST " + C + " HTTP/1.1\nHost: x\n" + cl.replace("\r", "") + "\n" + body);
     refused(out, "bare LF hiding a TE header", post + cl + "X-A: b\nTransfer-Encoding: chunked\r\n\r\n" + body);
     refused(out, "bare CR in a header value", post + cl + "X-A: b\rTransfer-Encoding: chunked\r\n\r\n" + body);

@@ -24,6 +24,19 @@ class FuzzCasesTest {
     assertTrue(cases.size() > 40);
   }
 
+  /** Every request-smuggling case carries a second request behind it and waits for two answers. */
+  @Test
+  void smugglingCasesPipelineASecondRequest() {
+    List<FuzzCases.Case> family = FuzzCases.all(4000).stream().filter(c -> c.group().equals("request smuggling")).toList();
+    assertTrue(family.size() >= 50, "cases: " + family.size());
+    for (FuzzCases.Case c : family) {
+      assertTrue(c.expect() == FuzzCases.Expect.REFUSED_ALONE || c.expect() == FuzzCases.Expect.BOTH_SERVED, c.name());
+      assertEquals(2, c.script().answers(), c.name());
+      String sent = c.script().steps().get(0).bytes().toString(StandardCharsets.ISO_8859_1);
+      assertTrue(sent.endsWith("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), c.name());
+    }
+  }
+
   @Test
   void bigBodiesAreValidJsonOfTheRequestedSize() {
     byte[] body = FuzzCases.bigJson(100_000);
