@@ -165,7 +165,7 @@ class EngineClientTest {
 
   private EngineFault prefillFault() {
     Object outcome = awaitOutcome(client.prefill(new PrefillCall(producer.url(), "/v1/completions", body(), SimEngineOptions.DEFAULT_MODEL,
-        "t", 5_000, HandoffExpectations.nixlPull())));
+        "t", LENIENT, HandoffExpectations.nixlPull())));
     return assertInstanceOf(EngineFault.class, outcome);
   }
 
