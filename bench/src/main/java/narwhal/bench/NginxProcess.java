@@ -107,13 +107,6 @@ public final class NginxProcess implements AutoCloseable {
 
   @Override
   public void close() {
-    if (!process.isAlive()) return;
-    process.destroy();
-    try {
-      if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      process.destroyForcibly();
-    }
+    OsBinary.stop(process);
   }
 }

@@ -4,8 +4,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 
-/** Finds a program from the OS packages (nginx, haproxy): the sbin and bin directories, then the PATH. */
+/**
+ * A program from the OS packages (nginx, haproxy): found in the sbin and bin directories, then the PATH, and stopped
+ * the way its package's service would stop it.
+ */
 final class OsBinary {
   private OsBinary() {
   }
@@ -23,5 +27,17 @@ final class OsBinary {
       }
     }
     return Optional.empty();
+  }
+
+  /** SIGTERM, then SIGKILL if the process has not exited within 10 s. */
+  static void stop(Process process) {
+    if (!process.isAlive()) return;
+    process.destroy();
+    try {
+      if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      process.destroyForcibly();
+    }
   }
 }
