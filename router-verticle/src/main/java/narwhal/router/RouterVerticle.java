@@ -12,6 +12,7 @@ import narwhal.common.config.NarwhalConfig;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 import java.util.logging.Logger;
@@ -25,6 +26,7 @@ import java.util.logging.Logger;
 public final class RouterVerticle extends VerticleBase {
   private static final Logger LOG = Logger.getLogger(RouterVerticle.class.getName());
   private static final AtomicInteger ANY_PORT_KEYS = new AtomicInteger();
+  private static final long CUT_ROWS_WAIT_MS = 5_000;
 
   /** What the instances of one replica share; every part is thread-safe. */
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
@@ -94,10 +96,20 @@ public final class RouterVerticle extends VerticleBase {
     return instance;
   }
 
-  /** Runs after Vert.x has stopped the instances (child deployments are undeployed first). */
+  /**
+   * Runs after Vert.x has stopped the instances (child deployments are undeployed first). Requests cut by that stop
+   * end asynchronously (their connections and legs close): their terminal rows are awaited, for at most
+   * {@link #CUT_ROWS_WAIT_MS}, before the journal is flushed and closed.
+   */
   @Override
   public Future<?> stop() {
-    return closeJournal();
+    admission.close();
+    return admission.idle().timeout(CUT_ROWS_WAIT_MS, TimeUnit.MILLISECONDS)
+        .otherwise(err -> {
+          LOG.warning(() -> "stopping: " + admission.inFlight() + " cut request(s) did not end; their journal rows are missing");
+          return null;
+        })
+        .compose(v -> closeJournal());
   }
 
   private Future<Void> closeJournal() {
