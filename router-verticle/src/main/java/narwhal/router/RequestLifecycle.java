@@ -311,8 +311,8 @@ final class RequestLifecycle {
     for (Reservation r : List.copyOf(held)) release(r);
     if (ttftNanos >= 0) ctx.metrics().ttft(ttftNanos);
     if (firstByteNanos >= 0) ctx.metrics().firstByte(firstByteNanos);
-    onFinish.run();
     ctx.journal().append(journalRow(terminal, reason, status, errorType));
+    onFinish.run();
   }
 
   private JsonObject journalRow(String terminal, String reason, int status, String errorType) {

@@ -34,6 +34,7 @@ import java.util.function.Supplier;
  * ({@link RouterVerticle}). Engine health is never decided here, only reported to the breaker.
  */
 final class RouterInstance extends VerticleBase {
+  private static final long CUT_REQUESTS_WAIT_MS = 5_000;
   /** Routing-context keys: the router's request id, and the timer bounding how long the body may take to arrive. */
   static final String RID = "narwhal.rid";
   private static final String RECEIVE_TIMER = "narwhal.receive.timer";
@@ -77,7 +78,12 @@ final class RouterInstance extends VerticleBase {
   public Future<?> stop() {
     long graceMs = shared.admission().closed() ? 0 : config.get().serving().gracefulTimeoutMs();
     Future<Void> closed = server == null ? Future.succeededFuture() : server.shutdown(graceMs, TimeUnit.MILLISECONDS);
-    return closed.compose(v -> engines == null ? Future.succeededFuture() : engines.close());
+    // the requests the shutdown cut end as cancelled (their client connection closed) before their engine legs lose
+    // the client: closing it first would fail them as engine faults, evidence against engines that did nothing wrong
+    return closed.compose(v -> {
+      shared.admission().close();
+      return shared.admission().idle().timeout(CUT_REQUESTS_WAIT_MS, TimeUnit.MILLISECONDS).otherwiseEmpty();
+    }).compose(v -> engines == null ? Future.succeededFuture() : engines.close());
   }
 
   private void connected(HttpConnection connection) {
