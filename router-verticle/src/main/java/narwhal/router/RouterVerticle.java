@@ -12,7 +12,6 @@ import narwhal.common.config.NarwhalConfig;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 import java.util.logging.Logger;
@@ -26,7 +25,6 @@ import java.util.logging.Logger;
 public final class RouterVerticle extends VerticleBase {
   private static final Logger LOG = Logger.getLogger(RouterVerticle.class.getName());
   private static final AtomicInteger ANY_PORT_KEYS = new AtomicInteger();
-  private static final long CUT_ROWS_WAIT_MS = 5_000;
 
   /** What the instances of one replica share; every part is thread-safe. */
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
@@ -97,19 +95,12 @@ public final class RouterVerticle extends VerticleBase {
   }
 
   /**
-   * Runs after Vert.x has stopped the instances (child deployments are undeployed first). Requests cut by that stop
-   * end asynchronously (their connections and legs close): their terminal rows are awaited, for at most
-   * {@link #CUT_ROWS_WAIT_MS}, before the journal is flushed and closed.
+   * Runs after Vert.x has stopped the instances (child deployments are undeployed first), which waited for the
+   * requests they cut to end ({@link RouterInstance#stop}): their rows are in the journal it flushes and closes.
    */
   @Override
   public Future<?> stop() {
-    admission.close();
-    return admission.idle().timeout(CUT_ROWS_WAIT_MS, TimeUnit.MILLISECONDS)
-        .otherwise(err -> {
-          LOG.warning(() -> "stopping: " + admission.inFlight() + " cut request(s) did not end; their journal rows are missing");
-          return null;
-        })
-        .compose(v -> closeJournal());
+    return closeJournal();
   }
 
   private Future<Void> closeJournal() {
