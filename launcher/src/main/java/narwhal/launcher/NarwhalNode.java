@@ -117,7 +117,8 @@ public final class NarwhalNode {
   private static Future<NarwhalNode> create(NarwhalConfig config, UnaryOperator<String> env) {
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     HazelcastClusterManager cluster = config.cluster().enabled() ? ClusterBootstrap.clusterManager(config.cluster(), false) : null;
-    VertxOptions options = new VertxOptions().setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true));
+    VertxOptions options = new VertxOptions().setPreferNativeTransport(true)
+        .setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true));
     return ClusterBootstrap.start(options, GuardedMetricsFactory.micrometer(registry), config.cluster(), cluster, env)
         .map(vertx -> new NarwhalNode(vertx, registry, cluster, config, env));
   }
@@ -178,8 +179,10 @@ public final class NarwhalNode {
   /** A line saying how this replica runs: single node, or which cluster with how many members. */
   public String describe() {
     NarwhalConfig cfg = config.get();
-    if (cluster == null) return "single node (not clustered)";
-    return "clustered: member of \"" + cfg.cluster().name() + "\" with " + clusterMembers().size() + " member(s)"
+    String transport = vertx.isNativeTransportEnabled() ? "epoll transport"
+        : "NIO transport (native: " + vertx.unavailableNativeTransportCause() + ")";
+    if (cluster == null) return "single node (not clustered), " + transport;
+    return transport + ", clustered: member of \"" + cfg.cluster().name() + "\" with " + clusterMembers().size() + " member(s)"
         + ", Hazelcast on " + cluster.getHazelcastInstance().getCluster().getLocalMember().getAddress()
         + (cfg.cluster().tls().enabled() ? ", event bus TLS" : "");
   }

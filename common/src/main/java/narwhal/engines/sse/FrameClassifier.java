@@ -11,16 +11,18 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * Classifies one event's data (docs/errors.md) in a single pass of Jackson's streaming parser over its bytes:
- * the whole frame is checked to be one JSON object, but no tree is built and only the values that matter
- * are read (generated text, {@code tool_calls}, {@code finish_reason}, and the rare {@code error} and
- * {@code usage} objects). A repeated key counts with its last value, as in a {@link JsonObject}. One instance
- * per stream: it keeps scratch state.
+ * Classifies one event's data (docs/errors.md). The {@link FrameScanner} reads almost every frame in one pass over
+ * its bytes; what it declines (frames with an {@code error} or {@code usage} object, anything not strictly valid
+ * JSON) is read by one pass of Jackson's streaming parser, which decides: the whole frame is checked to be one JSON
+ * object, no tree is built and only the values that matter are read (generated text, {@code tool_calls},
+ * {@code finish_reason}, and the rare {@code error} and {@code usage} objects). A repeated key counts with its last
+ * value, as in a {@link JsonObject}. One instance per stream: it keeps scratch state.
  */
 final class FrameClassifier {
   private static final byte[] DONE = "[DONE]".getBytes(StandardCharsets.US_ASCII);
   private static final String NOT_AN_OBJECT = "stream frame is not a JSON object";
 
+  private final FrameScanner scanner = new FrameScanner();
   private final StringBuilder text = new StringBuilder();
   private boolean toolCalls;
   private String finishReason;
@@ -33,11 +35,27 @@ final class FrameClassifier {
   private boolean choiceToolCalls;
 
   /**
-   * Classifies {@code event[0, length)}, laid out as {@code "data: " + data + "\n\n"}.
+   * Classifies {@code event[0, length)}, laid out as {@code "data: " + data + "\n\n"}: by the scanner, else by Jackson.
    *
    * @throws SseFormatException when the data is neither {@code [DONE]} nor one JSON object
    */
   SseEvent classify(byte[] event, int length) {
+    SseEvent scanned = byScan(event, length);
+    return scanned != null ? scanned : byJackson(event, length);
+  }
+
+  /** The fast reading; null when the scanner declines the frame. */
+  SseEvent byScan(byte[] event, int length) {
+    int from = SseFrame.PREFIX;
+    int to = length - SseFrame.SUFFIX;
+    if (isDone(event, from, to)) return SseEvent.Done.INSTANCE;
+    if (!scanner.scan(event, from, to)) return null;
+    SseFrame frame = new SseFrame(Buffer.buffer(length).appendBytes(event, 0, length), scanner.finishReason(), null);
+    return !scanner.hasText() && !scanner.toolCalls() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, scanner.text());
+  }
+
+  /** The reference reading, by Jackson's streaming parser, of any frame. */
+  SseEvent byJackson(byte[] event, int length) {
     int from = SseFrame.PREFIX;
     int to = length - SseFrame.SUFFIX;
     if (isDone(event, from, to)) return SseEvent.Done.INSTANCE;
