@@ -22,6 +22,11 @@ public record BenchOptions(boolean smoke, double minutes, List<Integer> concurre
     }
   }
 
+  /** The event loops each router replica serves from: the {@code --router-event-loops} given, else the replica's default. */
+  public int effectiveRouterLoops() {
+    return routerLoops > 0 ? routerLoops : Math.max(1, Runtime.getRuntime().availableProcessors());
+  }
+
   /** The concurrency levels to run: the ones given, else {@code full} or, with --smoke, {@code smoke}. */
   public List<Integer> levels(List<Integer> full, List<Integer> smokeLevels) {
     if (!concurrency.isEmpty()) return concurrency;

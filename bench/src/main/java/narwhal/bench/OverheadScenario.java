@@ -84,10 +84,11 @@ final class OverheadScenario implements Scenario {
 
     ResultTable first = new ResultTable("first byte, streaming completions (" + STREAM_TOKENS
         + " tokens); client-measured ms; added = router − direct", "streams", "direct p50", "router p50", "added p50",
-        "direct p99", "router p99", "added p99", "direct req/s", "router req/s", "errors d/r");
+        "direct p99", "router p99", "added p99", "direct req/s", "router req/s", "CPU ms/req: direct | bench+router",
+        "errors d/r");
     ResultTable shortT = new ResultTable("short non-streaming completions (" + SHORT_TOKENS + " tokens), requests per second",
         "streams", "direct req/s", "router req/s", "router/direct", "direct p50 ms", "router p50 ms", "direct p99 ms",
-        "router p99 ms", "router CPU ms/req", "cores busy: direct | bench+router", "errors d/r");
+        "router p99 ms", "CPU ms/req: direct | bench+router", "cores busy: direct | bench+router", "errors d/r");
     Map<String, Map<String, Double>> fbChart = new LinkedHashMap<>();
     Map<String, Map<String, Double>> rpsChart = new LinkedHashMap<>();
     List<JsonObject> raw = new ArrayList<>();
@@ -108,9 +109,9 @@ final class OverheadScenario implements Scenario {
       boolean both = d.firstToken().count() > 0 && r.firstToken().count() > 0;
       first.row(c, Fmt.pct(d.firstToken(), 50), Fmt.pct(r.firstToken(), 50), both ? Fmt.deltaMs(addedP50) : "—",
           Fmt.pct(d.firstToken(), 99), Fmt.pct(r.firstToken(), 99), both ? Fmt.deltaMs(addedP99) : "—",
-          Fmt.rate(d.rps()), Fmt.rate(r.rps()), d.errors() + "/" + r.errors());
+          Fmt.rate(d.rps()), Fmt.rate(r.rps()), s.cpuPerRequest(), d.errors() + "/" + r.errors());
       shortT.row(c, Fmt.rate(nd.rps()), Fmt.rate(nr.rps()), Fmt.ratio(Fmt.ratio(nr.rps(), nd.rps())),
-          Fmt.pct(nd.latency(), 50), Fmt.pct(nr.latency(), 50), Fmt.pct(nd.latency(), 99), Fmt.pct(nr.latency(), 99), Fmt.num(n.routerCpuMsPerRequest(), 3), n.cores(), nd.errors() + "/" + nr.errors());
+          Fmt.pct(nd.latency(), 50), Fmt.pct(nr.latency(), 50), Fmt.pct(nd.latency(), 99), Fmt.pct(nr.latency(), 99), n.cpuPerRequest(), n.cores(), nd.errors() + "/" + nr.errors());
       String cat = String.valueOf(c);
       fbChart.computeIfAbsent("direct p50", k -> new LinkedHashMap<>()).put(cat, d.firstToken().percentileMs(50));
       fbChart.computeIfAbsent("router p50", k -> new LinkedHashMap<>()).put(cat, r.firstToken().percentileMs(50));
@@ -136,14 +137,14 @@ final class OverheadScenario implements Scenario {
         () -> direct.run("/v1/completions", pacedJson, true), () -> routerHttp.post("/v1/completions", pacedBody, true, 30_000), router);
     ResultTable pacedT = new ResultTable("first byte, " + pacedLevel + " open streams below saturation (zero TTFT, then " + PACED_TOKENS
         + " tokens " + PACED_ITL_MS + " ms apart); client-measured ms", "streams", "direct p50", "router p50", "added p50",
-        "direct p99", "router p99", "added p99", "direct req/s", "router req/s", "router CPU ms/req", "errors d/r");
+        "direct p99", "router p99", "added p99", "direct req/s", "router req/s", "CPU ms/req: direct | bench+router", "errors d/r");
     long pacedP50 = paced.router().firstToken().percentile(50) - paced.direct().firstToken().percentile(50);
     long pacedP99 = paced.router().firstToken().percentile(99) - paced.direct().firstToken().percentile(99);
     boolean pacedData = paced.router().firstToken().count() > 0 && paced.direct().firstToken().count() > 0;
     pacedT.row(pacedLevel, Fmt.pct(paced.direct().firstToken(), 50), Fmt.pct(paced.router().firstToken(), 50),
         pacedData ? Fmt.deltaMs(pacedP50) : "—", Fmt.pct(paced.direct().firstToken(), 99), Fmt.pct(paced.router().firstToken(), 99),
         pacedData ? Fmt.deltaMs(pacedP99) : "—", Fmt.rate(paced.direct().rps()), Fmt.rate(paced.router().rps()),
-        Fmt.num(paced.routerCpuMsPerRequest(), 3), paced.direct().errors() + "/" + paced.router().errors());
+        paced.cpuPerRequest(), paced.direct().errors() + "/" + paced.router().errors());
     report.table(pacedT);
     report.raw("paced", new JsonObject().put("streams", pacedLevel).put("direct", paced.direct().toJson())
         .put("router", paced.router().toJson()).put("router_cpu_ms_per_req", paced.routerCpuMsPerRequest()));
@@ -167,6 +168,9 @@ final class OverheadScenario implements Scenario {
     double ratio = Fmt.ratio(n.router().rps(), n.direct().rps());
     report.verdict(Verdict.perf("P4", "non-streaming req/s, router / direct" + at, Fmt.ratio(ratio) + " (" + Fmt.rate(n.router().rps())
         + " / " + Fmt.rate(n.direct().rps()) + ")", "≥ 0.70×", ratio >= 0.7));
+    double cpuMs = n.routerCpuMsPerRequest();
+    report.verdict(Verdict.perf("P4", "router CPU per short non-streaming request" + at, Fmt.num(cpuMs, 3) + " ms", "≤ 0.15 ms",
+        cpuMs <= 0.15));
     long errors = 0;
     List<String> samples = new ArrayList<>();
     for (Pair p : List.copyOf(streamAt.values())) {
@@ -196,9 +200,16 @@ final class OverheadScenario implements Scenario {
    * the router's CPU seconds, and cores busy in each process during each path's windows.
    */
   record Pair(RunStats direct, RunStats router, double routerCpuS, double benchCoresDirect, double benchCoresRouted,
-              double routerCores) {
+              double routerCores, double benchCpuDirectS, double benchCpuRoutedS) {
     double routerCpuMsPerRequest() {
       return router.completed() == 0 ? Double.NaN : routerCpuS * 1000 / router.completed();
+    }
+
+    /** CPU per completed request of each process: the bench process alone on the direct path | bench + router. */
+    String cpuPerRequest() {
+      double d = direct.completed() == 0 ? Double.NaN : benchCpuDirectS * 1000 / direct.completed();
+      double b = router.completed() == 0 ? Double.NaN : benchCpuRoutedS * 1000 / router.completed();
+      return Fmt.num(d, 3) + " | " + Fmt.num(b, 3) + "+" + Fmt.num(routerCpuMsPerRequest(), 3);
     }
 
     String cores() {
@@ -223,6 +234,7 @@ final class OverheadScenario implements Scenario {
         (isDirect ? d : r).absorb(run);
       }
     }
-    return new Pair(d, r, routedCpu.seconds("router"), directCpu.cores("bench"), routedCpu.cores("bench"), routedCpu.cores("router"));
+    return new Pair(d, r, routedCpu.seconds("router"), directCpu.cores("bench"), routedCpu.cores("bench"), routedCpu.cores("router"),
+        directCpu.seconds("bench"), routedCpu.seconds("bench"));
   }
 }

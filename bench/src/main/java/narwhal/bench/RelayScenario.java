@@ -12,10 +12,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * P2. Output tokens per second relayed to streaming clients: through a router replica (prefill on P0, decode
- * on D0, every frame parsed and classified) versus through nginx proxying D0 directly (parses nothing,
- * buffering off, one worker — the router serves from one event loop). D0 emits tokens as fast as its writes
- * drain (zero inter-token latency), {@code ignore_eos} makes every stream the same length.
+ * P2. Output tokens per second relayed to streaming clients, and the CPU each relayed token costs: through a router
+ * replica (prefill on P0, decode on D0, every frame parsed and classified) versus through nginx proxying D0 directly
+ * (parses nothing, buffering off, as many worker processes as the router has event loops). D0 emits tokens as fast
+ * as its writes drain (zero inter-token latency), {@code ignore_eos} makes every stream the same length.
  */
 final class RelayScenario implements Scenario {
   static final int HEADLINE_LEVEL = 64;
@@ -53,7 +53,8 @@ final class RelayScenario implements Scenario {
     progress.say("starting the router replica and nginx");
     RouterProcess router = env.own(RouterProcess.start(env, name(), cfg,
         new RouterProcess.Options(List.of("-Xmx1g"), false, env.options().profile())));
-    NginxProcess nginx = env.own(NginxProcess.start(nginxBinary, env.tmp().resolve("nginx"), fleet.engine("D0").port(), 1));
+    int workers = env.options().effectiveRouterLoops();
+    NginxProcess nginx = env.own(NginxProcess.start(nginxBinary, env.tmp().resolve("nginx"), fleet.engine("D0").port(), workers));
     LoadGenerator load = env.own(new LoadGenerator());
     HttpClientAgent http = load.client(maxLevel + 64);
     HttpWork viaRouter = new HttpWork(load.vertx(), http, "127.0.0.1", router.port());
@@ -63,11 +64,11 @@ final class RelayScenario implements Scenario {
     Work nginxWork = () -> viaNginx.post("/v1/completions", body, true, 60_000);
 
     report.layout("bench process: load generator (Vert.x, 2 event loops) + simulated P0 (prefill) and D0 (decode, zero inter-token latency)")
-        .layout("baseline: nginx " + nginxBinary + ", 1 worker, proxy_buffering off, keep-alive upstream, proxying D0 on port " + nginx.port())
+        .layout("baseline: nginx " + nginxBinary + ", " + workers + " worker(s) (the router's event loops), proxy_buffering off, keep-alive upstream, proxying D0 on port " + nginx.port())
         .layout("router: one replica, its own JVM (-Xmx1g), pid " + router.pid() + ": prefill on P0, crossed decode on D0, relays every frame")
         .layout("all on one 2-core machine, shared with other users' builds and tests");
     report.parameter("levels", levels).parameter("tokens_per_stream", tokens).parameter("warmup_s", warm)
-        .parameter("measure_s", measure).parameter("rounds", rounds).parameter("nginx_workers", 1);
+        .parameter("measure_s", measure).parameter("rounds", rounds).parameter("nginx_workers", workers);
 
     progress.say("warm-up: both paths");
     load.closedLoop("warm-up", 16, 0, smoke ? 0.5 : 6, 30, nginxWork);
@@ -75,12 +76,13 @@ final class RelayScenario implements Scenario {
 
     ResultTable table = new ResultTable("relayed output tokens per second (" + tokens + "-token streams, client-measured)",
         "streams", "nginx tok/s", "router tok/s", "router/nginx", "nginx ITL p99 ms", "router ITL p99 ms",
-        "nginx first p50 ms", "router first p50 ms", "CPU s/100k tok nginx | router", "cores busy: bench+nginx | bench+router",
-        "errors n/r");
+        "nginx first p50 ms", "router first p50 ms", "CPU µs/token nginx | router", "CPU router/nginx",
+        "cores busy: bench+nginx | bench+router", "errors n/r");
     Map<String, Map<String, Double>> chart = new LinkedHashMap<>();
     List<JsonObject> raw = new ArrayList<>();
     int headlineLevel = levels.contains(HEADLINE_LEVEL) ? HEADLINE_LEVEL : maxLevel;
     double headlineRatio = Double.NaN;
+    double headlineCpu = Double.NaN;
     String headline = "";
     long errors = 0;
     List<String> samples = new ArrayList<>();
@@ -100,17 +102,19 @@ final class RelayScenario implements Scenario {
         }
       }
       double ratio = Fmt.ratio(r.tokensPerSecond(), n.tokensPerSecond());
-      double nPer = per100k(nCpu.seconds("nginx"), n.tokens());
-      double rPer = per100k(rCpu.seconds("router"), r.tokens());
+      double nPer = microsPerToken(nCpu.seconds("nginx"), n.tokens());
+      double rPer = microsPerToken(rCpu.seconds("router"), r.tokens());
+      double cpuRatio = Fmt.ratio(rPer, nPer);
       table.row(c, Fmt.rate(n.tokensPerSecond()), Fmt.rate(r.tokensPerSecond()), Fmt.ratio(ratio),
           Fmt.pct(n.itl(), 99), Fmt.pct(r.itl(), 99), Fmt.pct(n.firstToken(), 50),
-          Fmt.pct(r.firstToken(), 50), Fmt.num(nPer, 2) + " | " + Fmt.num(rPer, 2),
+          Fmt.pct(r.firstToken(), 50), Fmt.num(nPer, 2) + " | " + Fmt.num(rPer, 2), Fmt.ratio(cpuRatio),
           Fmt.num(nCpu.cores("bench"), 2) + "+" + Fmt.num(nCpu.cores("nginx"), 2) + " | "
               + Fmt.num(rCpu.cores("bench"), 2) + "+" + Fmt.num(rCpu.cores("router"), 2),
           n.errors() + "/" + r.errors());
       chart.computeIfAbsent("nginx", k -> new LinkedHashMap<>()).put(String.valueOf(c), n.tokensPerSecond());
       chart.computeIfAbsent("router", k -> new LinkedHashMap<>()).put(String.valueOf(c), r.tokensPerSecond());
       raw.add(new JsonObject().put("streams", c).put("nginx", n.toJson()).put("router", r.toJson())
+          .put("cpu_us_per_token", new JsonObject().put("nginx", nPer).put("router", rPer))
           .put("cpu_s", new JsonObject().put("nginx", nCpu.seconds("nginx")).put("router", rCpu.seconds("router"))
               .put("bench_nginx_runs", nCpu.seconds("bench")).put("bench_router_runs", rCpu.seconds("bench"))));
       errors += n.errors() + r.errors();
@@ -118,20 +122,23 @@ final class RelayScenario implements Scenario {
       samples.addAll(n.errorSamples());
       if (c == headlineLevel) {
         headlineRatio = ratio;
+        headlineCpu = cpuRatio;
         headline = " at " + c + " streams (" + Fmt.rate(r.tokensPerSecond()) + " / " + Fmt.rate(n.tokensPerSecond()) + " tok/s)";
       }
     }
     report.raw("levels", raw);
     report.table(table);
-    report.verdict(Verdict.perf("P2", "relayed tokens/s, router / nginx" + headline, Fmt.ratio(headlineRatio), "≥ 0.50×",
-        headlineRatio >= 0.5));
+    report.verdict(Verdict.perf("P2", "CPU per relayed token, router / nginx" + headline, Fmt.ratio(headlineCpu), "≤ 2.50×",
+        headlineCpu <= 2.5));
+    report.verdict(Verdict.perf("P2", "relayed tokens/s, router / nginx" + headline, Fmt.ratio(headlineRatio), "≥ 0.60×",
+        headlineRatio >= 0.6));
     if (errors > 0) report.note(errors + " stream(s) failed; first ones: " + samples.subList(0, Math.min(4, samples.size())));
     report.chart(ChartWriter.bars(env.out().resolve(name() + (smoke ? "-smoke" : "") + "-tokens.png"),
         "Relayed output tokens per second (" + tokens + "-token streams)", "concurrent streams", "tokens/s", chart));
     Profiling.summarize(env, router);
   }
 
-  private static double per100k(double cpuSeconds, long tokens) {
-    return tokens == 0 ? Double.NaN : cpuSeconds / tokens * 100_000;
+  private static double microsPerToken(double cpuSeconds, long tokens) {
+    return tokens == 0 ? Double.NaN : cpuSeconds / tokens * 1e6;
   }
 }

@@ -17,7 +17,8 @@ import java.util.Set;
 /**
  * Which engine takes a phase of a request, and how many reservations each engine holds per phase. Least
  * reserved wins, ties rotate; only serving engines whose role permits the phase are candidates; an engine
- * to avoid is passed over whenever another candidate exists. Single-threaded: owned by its verticle.
+ * to avoid is passed over whenever another candidate exists. Thread-safe: the verticle updates it, routers on any
+ * event loop of the node reserve and release through it.
  */
 final class PlacementTable {
   private final Map<String, Slot> slots = new LinkedHashMap<>();
@@ -41,7 +42,7 @@ final class PlacementTable {
   }
 
   /** Replaces the engine list; engines that stay keep their state and reservations, removed ones keep theirs until released. */
-  public void setEngines(List<EngineConfig> engines) {
+  public synchronized void setEngines(List<EngineConfig> engines) {
     Map<String, Slot> kept = new LinkedHashMap<>();
     for (EngineConfig engine : engines) {
       Slot slot = slots.getOrDefault(engine.iid(), new Slot(engine));
@@ -52,18 +53,18 @@ final class PlacementTable {
     slots.putAll(kept);
   }
 
-  public void setState(String iid, EngineState state) {
+  public synchronized void setState(String iid, EngineState state) {
     Slot slot = slots.get(iid);
     if (slot != null) slot.state = state;
   }
 
-  public Optional<EngineState> state(String iid) {
+  public synchronized Optional<EngineState> state(String iid) {
     Slot slot = slots.get(iid);
     return slot == null ? Optional.empty() : Optional.of(slot.state);
   }
 
   /** Reserves the best engine for {@code phase}, or empty when no engine can take it. */
-  public Optional<Reservation> reserve(Phase phase, Set<String> exclude, String avoid) {
+  public synchronized Optional<Reservation> reserve(Phase phase, Set<String> exclude, String avoid) {
     List<Slot> candidates = new ArrayList<>();
     for (Slot slot : slots.values()) {
       if (slot.state == EngineState.SERVING && permits(slot.engine.role(), phase) && !exclude.contains(slot.engine.iid())) {
@@ -85,7 +86,7 @@ final class PlacementTable {
   }
 
   /** Releases a reservation; releasing an unknown or already released id changes nothing. */
-  public boolean release(String id) {
+  public synchronized boolean release(String id) {
     Reservation reservation = reservations.remove(id);
     if (reservation == null) return false;
     Slot slot = slots.get(reservation.iid());
@@ -93,17 +94,17 @@ final class PlacementTable {
     return true;
   }
 
-  public int reserved(String iid, Phase phase) {
+  public synchronized int reserved(String iid, Phase phase) {
     Slot slot = slots.get(iid);
     return slot == null ? 0 : slot.reserved[phase.ordinal()];
   }
 
-  public int totalReservations() {
+  public synchronized int totalReservations() {
     return reservations.size();
   }
 
   /** Whether some serving engine could take each phase now. */
-  public Optional<String> unplaceablePhase() {
+  public synchronized Optional<String> unplaceablePhase() {
     for (Phase phase : Phase.values()) {
       boolean covered = slots.values().stream().anyMatch(s -> s.state == EngineState.SERVING && permits(s.engine.role(), phase));
       if (!covered) return Optional.of(phase.wireName());
@@ -111,7 +112,7 @@ final class PlacementTable {
     return Optional.empty();
   }
 
-  public List<EngineView> view() {
+  public synchronized List<EngineView> view() {
     List<EngineView> out = new ArrayList<>();
     for (Slot s : slots.values()) {
       out.add(new EngineView(s.engine.iid(), s.engine.role(), s.state, s.reserved[Phase.PREFILL.ordinal()], s.reserved[Phase.DECODE.ordinal()]));

@@ -3,6 +3,8 @@ package narwhal.placement;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
 import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -12,6 +14,8 @@ import narwhal.common.bus.EngineState;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.Failures;
 import narwhal.common.bus.FleetHoldEvent;
+import narwhal.common.bus.LocalPlacement;
+import narwhal.common.bus.Reservation;
 import narwhal.common.bus.ReserveRequest;
 import narwhal.common.bus.SharedState;
 import narwhal.common.bus.StateVersion;
@@ -32,16 +36,19 @@ import java.util.Set;
  * the newer ({@code changed_ms}, {@code origin}) wins. No network call sits on the request path.
  * In: {@link Addresses#PLACEMENT_RESERVE}, {@link Addresses#PLACEMENT_RELEASE}, {@link Addresses#PLACEMENT_STATE},
  * {@link Addresses#FLEET_CHANGED}. A stopping replica's refusals and readiness are the router's ({@code Admission}):
- * placement keeps placing the legs of the requests in flight until the router is gone.
+ * placement keeps placing the legs of the requests in flight until the router is gone. Routers on this node reserve
+ * and release through {@link LocalPlacement} (the same table and decision, no bus round trip).
  */
 public final class PlacementVerticle extends VerticleBase {
   static final long DEFAULT_RESYNC_MS = 1_000;
+  private static final String FLEET_HOLD = "FLEET_HOLD: the fleet is held for a whole-wave restart";
 
   private final PlacementTable table;
   private final long resyncMs;
   /** The version of each engine's state and of the fleet hold last applied. */
   private final Map<String, StateVersion> versions = new HashMap<>();
-  private boolean fleetHold;
+  /** Read by routers' event loops through {@link Local}. */
+  private volatile boolean fleetHold;
   private AsyncMap<String, String> shared;
   private long resyncTimer = -1;
 
@@ -69,13 +76,37 @@ public final class PlacementVerticle extends VerticleBase {
           shared = map;
           return resync();
         })
-        .onSuccess(v -> resyncTimer = vertx.setPeriodic(resyncMs, t -> resync().otherwise(err -> null)));
+        .onSuccess(v -> {
+          resyncTimer = vertx.setPeriodic(resyncMs, t -> resync().otherwise(err -> null));
+          vertx.sharedData().getLocalMap(LocalPlacement.MAP).put(LocalPlacement.KEY, new Local());
+        });
   }
 
   @Override
   public Future<?> stop() {
+    vertx.sharedData().getLocalMap(LocalPlacement.MAP).remove(LocalPlacement.KEY);
     vertx.cancelTimer(resyncTimer);
     return Future.succeededFuture();
+  }
+
+  /** The table as routers on this node reach it, deciding as {@link #reserve(Message)} does. */
+  private final class Local implements LocalPlacement {
+    @Override
+    public Future<Reservation> reserve(ReserveRequest request) {
+      if (fleetHold) return refused(Failures.FLEET_HOLD, FLEET_HOLD);
+      return table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid())
+          .map(Future::succeededFuture)
+          .orElseGet(() -> refused(Failures.NO_ENGINE, noEngine(request)));
+    }
+
+    @Override
+    public void release(Reservation reservation) {
+      table.release(reservation.id());
+    }
+
+    private Future<Reservation> refused(int code, String message) {
+      return Future.failedFuture(new ReplyException(ReplyFailure.RECIPIENT_FAILURE, code, message));
+    }
   }
 
   private Future<Void> resync() {
@@ -104,12 +135,16 @@ public final class PlacementVerticle extends VerticleBase {
       return;
     }
     if (fleetHold) {
-      msg.fail(Failures.FLEET_HOLD, "FLEET_HOLD: the fleet is held for a whole-wave restart");
+      msg.fail(Failures.FLEET_HOLD, FLEET_HOLD);
       return;
     }
     table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid()).ifPresentOrElse(
         reservation -> msg.reply(reservation.toJson()),
-        () -> msg.fail(Failures.NO_ENGINE, "NO_ENGINE: no engine can take the " + request.phase().wireName() + " phase"));
+        () -> msg.fail(Failures.NO_ENGINE, noEngine(request)));
+  }
+
+  private static String noEngine(ReserveRequest request) {
+    return "NO_ENGINE: no engine can take the " + request.phase().wireName() + " phase";
   }
 
   private void fleetChanged(Message<JsonObject> msg) {

@@ -12,6 +12,8 @@ import narwhal.common.bus.EngineState;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.Failures;
 import narwhal.common.bus.FleetHoldEvent;
+import narwhal.common.bus.LocalPlacement;
+import narwhal.common.bus.Reservation;
 import narwhal.common.bus.ReserveRequest;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.Role;
@@ -27,8 +29,13 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
-/** The placement verticle alone on a real event bus: reservations, the one version rule for fleet changes, the fleet hold, stopping. */
+/**
+ * The placement verticle alone on a real event bus: reservations (over the bus and through the node-local table),
+ * the one version rule for fleet changes, the fleet hold, stopping.
+ */
 @ExtendWith(VertxExtension.class)
 @Timeout(value = 20, unit = TimeUnit.SECONDS)
 class PlacementVerticleTest {
@@ -91,4 +98,39 @@ class PlacementVerticleTest {
         })));
   }
 
+  @Test
+  void routersOnTheNodeReserveThroughTheSameTableWithoutTheBus(Vertx vertx, VertxTestContext ctx) {
+    LocalPlacement local = LocalPlacement.of(vertx);
+    ctx.verify(() -> assertNotNull(local, "a running placement publishes its table on the node"));
+    Reservation first = local.reserve(new ReserveRequest("r1", Phase.DECODE, List.of(), null)).result();
+    ctx.verify(() -> assertEquals("D0", first.iid()));
+    vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(), LOCAL)
+        .compose(state -> {
+          ctx.verify(() -> assertEquals(1, state.body().getInteger("reservations"), "the bus sees the local reservation"));
+          local.release(first);
+          publish(vertx, new EngineStateEvent("D0", EngineState.EJECTED, "admin", 0, null, 2_000, "a").toJson());
+          return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(), LOCAL);
+        })
+        .compose(state -> {
+          ctx.verify(() -> {
+            assertEquals(0, state.body().getInteger("reservations"), "released through the local table");
+            Throwable refused = local.reserve(new ReserveRequest("r2", Phase.DECODE, List.of(), null)).cause();
+            assertEquals(Failures.NO_ENGINE, assertInstanceOf(ReplyException.class, refused).failureCode(),
+                "a state event on the bus reaches the local decision");
+            publish(vertx, new FleetHoldEvent(true, 5_000, "a").toJson());
+          });
+          return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(), LOCAL);
+        })
+        .compose(state -> {
+          ctx.verify(() -> {
+            Throwable held = local.reserve(new ReserveRequest("r3", Phase.PREFILL, List.of(), null)).cause();
+            assertEquals(Failures.FLEET_HOLD, assertInstanceOf(ReplyException.class, held).failureCode());
+          });
+          return vertx.undeploy(vertx.deploymentIDs().iterator().next());
+        })
+        .onComplete(ctx.succeeding(v -> ctx.verify(() -> {
+          assertNull(LocalPlacement.of(vertx), "a stopped placement's table is withdrawn");
+          ctx.completeNow();
+        })));
+  }
 }

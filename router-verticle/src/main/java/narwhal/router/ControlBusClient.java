@@ -6,10 +6,14 @@ import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.LegOutcome;
+import narwhal.common.bus.LocalPlacement;
 import narwhal.common.bus.Reservation;
 import narwhal.common.bus.ReserveRequest;
 
-/** The router's side of the local control bus: reservations from placement, leg outcomes to and state from the breaker. */
+/**
+ * The router's side of the local control bus: reservations from placement (through the {@link LocalPlacement} table
+ * when placement runs on this node, else over the bus), leg outcomes to and state from the breaker.
+ */
 final class ControlBusClient {
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
 
@@ -23,15 +27,22 @@ final class ControlBusClient {
 
   /** Fails with the placement's {@code ReplyException} (e.g. {@code NO_ENGINE}) when no engine can take the phase. */
   Future<Reservation> reserve(ReserveRequest request) {
-    return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_RESERVE, request.toJson(), LOCAL)
-        .map(msg -> Reservation.fromJson(msg.body()))
-        .onSuccess(r -> metrics.resident(r.iid(), r.phase(), 1));
+    LocalPlacement local = LocalPlacement.of(vertx);
+    Future<Reservation> reserved = local != null ? local.reserve(request)
+        : vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_RESERVE, request.toJson(), LOCAL).map(msg -> Reservation.fromJson(msg.body()));
+    return reserved.onSuccess(r -> metrics.resident(r.iid(), r.phase(), 1));
   }
 
   void release(Reservation reservation) {
     metrics.resident(reservation.iid(), reservation.phase(), -1);
-    vertx.eventBus().send(Addresses.PLACEMENT_RELEASE, new JsonObject().put("id", reservation.id()), LOCAL);
+    LocalPlacement local = LocalPlacement.of(vertx);
+    if (local != null) {
+      local.release(reservation);
+    } else {
+      vertx.eventBus().send(Addresses.PLACEMENT_RELEASE, new JsonObject().put("id", reservation.id()), LOCAL);
+    }
   }
+
 
   void report(LegOutcome outcome) {
     vertx.eventBus().send(Addresses.BREAKER_OUTCOME, outcome.toJson(), LOCAL);
