@@ -18,7 +18,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * P3. Ramps to N (10,000) concurrently open streams through one router replica with a 1 GiB heap cap: the
+ * P3. Ramps to N (9,000: a process here may open 20,000 files, and a stream holds two) concurrently open streams
+ * through one router replica with a 1 GiB heap cap, and reports the heap each open stream costs: the
  * decode engines emit one token per second ({@code itl}), so every stream stays open for the whole ramp and a
  * hold after it. Counts errors of every kind, samples the router's heap each second over JMX, and times every
  * token gap. The same ramp run by a client that makes both legs itself (EngineClient, no router) is the baseline,
@@ -26,6 +27,8 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class ConcurrencyScenario implements Scenario {
   static final long HEAP_LIMIT = 1L << 30;
+  /** P3: the router's live heap at the peak, per stream open then. */
+  static final long HEAP_PER_STREAM_LIMIT = 64 * 1024;
 
   @Override
   public String name() {
@@ -34,13 +37,13 @@ final class ConcurrencyScenario implements Scenario {
 
   @Override
   public String summary() {
-    return "P3: ramp to 10,000 open streams on one replica; heap, errors, inter-token delay added";
+    return "P3: ramp to 9,000 open streams on one replica; heap per open stream, errors, inter-token delay added";
   }
 
   @Override
   public void run(BenchEnv env) throws Exception {
     boolean smoke = env.smoke();
-    int total = env.options().levels(List.of(10_000), List.of(200)).get(0);
+    int total = env.options().levels(List.of(9_000), List.of(200)).get(0);
     double rate = smoke ? 400 : 500;
     int itlMs = smoke ? 100 : 1000;
     int tokens = smoke ? 20 : 60;
@@ -176,6 +179,11 @@ final class ConcurrencyScenario implements Scenario {
         routed.errors() == 0 && stillOpen == 0));
     report.verdict(Verdict.perf("P3", "router heap in use, peak (after-GC peak " + Fmt.mib(sampler.peakAfterGc()) + " MiB)",
         Fmt.mib(sampler.peakUsed()) + " MiB", "≤ 1024 MiB", sampler.peakUsed() >= 0 && sampler.peakUsed() <= HEAP_LIMIT && router.alive()));
+    // live heap (after the last collection) at its peak, idle heap included, over the streams open at once
+    double perStream = routerStreamingPeak == 0 || sampler.peakAfterGc() < 0 ? Double.NaN
+        : (double) sampler.peakAfterGc() / routerStreamingPeak;
+    report.verdict(Verdict.perf("P3", "router live heap per open stream (after-GC peak / peak streaming)",
+        Fmt.num(perStream / 1024, 1) + " KiB", "≤ 64 KiB", perStream <= HEAP_PER_STREAM_LIMIT));
     report.verdict(Verdict.info("P3", "inter-token delay p99 added by the router (router − direct)", Fmt.deltaMs(routerAdded) + " ms"));
     if (routed.errors() > 0) report.note("router errors " + outcomes(routed) + ": " + routed.errorSamples());
     if (baseline.errors() > 0) report.note("baseline errors: " + baseline.errorSamples());

@@ -35,29 +35,46 @@ final class FrameClassifier {
   private boolean choiceToolCalls;
 
   /**
-   * Classifies {@code event[0, length)}, laid out as {@code "data: " + data + "\n\n"}: by the scanner, else by Jackson.
+   * Classifies {@code event[offset, offset + length)}, laid out as {@code "data: " + data + "\n\n"}: by the scanner,
+   * else by Jackson. {@code wire} holds those bytes as a buffer the frame may keep, or is null (they are copied).
    *
    * @throws SseFormatException when the data is neither {@code [DONE]} nor one JSON object
    */
+  SseEvent classify(byte[] event, int offset, int length, Buffer wire) {
+    SseEvent scanned = byScan(event, offset, length, wire);
+    return scanned != null ? scanned : byJackson(event, offset, length, wire);
+  }
+
   SseEvent classify(byte[] event, int length) {
-    SseEvent scanned = byScan(event, length);
-    return scanned != null ? scanned : byJackson(event, length);
+    return classify(event, 0, length, null);
   }
 
   /** The fast reading; null when the scanner declines the frame. */
-  SseEvent byScan(byte[] event, int length) {
-    int from = SseFrame.PREFIX;
-    int to = length - SseFrame.SUFFIX;
+  SseEvent byScan(byte[] event, int offset, int length, Buffer wire) {
+    int from = offset + SseFrame.PREFIX;
+    int to = offset + length - SseFrame.SUFFIX;
     if (isDone(event, from, to)) return SseEvent.Done.INSTANCE;
     if (!scanner.scan(event, from, to)) return null;
-    SseFrame frame = new SseFrame(Buffer.buffer(length).appendBytes(event, 0, length), scanner.finishReason(), null);
+    SseFrame frame = new SseFrame(wire(event, offset, length, wire), scanner.finishReason(), null);
     return !scanner.hasText() && !scanner.toolCalls() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, scanner.text());
   }
 
-  /** The reference reading, by Jackson's streaming parser, of any frame. */
+  SseEvent byScan(byte[] event, int length) {
+    return byScan(event, 0, length, null);
+  }
+
   SseEvent byJackson(byte[] event, int length) {
-    int from = SseFrame.PREFIX;
-    int to = length - SseFrame.SUFFIX;
+    return byJackson(event, 0, length, null);
+  }
+
+  private static Buffer wire(byte[] event, int offset, int length, Buffer wire) {
+    return wire != null ? wire : Buffer.buffer(Arrays.copyOfRange(event, offset, offset + length));
+  }
+
+  /** The reference reading, by Jackson's streaming parser, of any frame. */
+  SseEvent byJackson(byte[] event, int offset, int length, Buffer wire) {
+    int from = offset + SseFrame.PREFIX;
+    int to = offset + length - SseFrame.SUFFIX;
     if (isDone(event, from, to)) return SseEvent.Done.INSTANCE;
     try (JsonParser parser = StreamingJson.parser(event, from, to - from)) {
       frame(parser);
@@ -66,7 +83,7 @@ final class FrameClassifier {
       throw new SseFormatException(NOT_AN_OBJECT);
     }
     if (error != null) return new SseEvent.ErrorFrame(new String(event, from, to - from, StandardCharsets.UTF_8), error);
-    SseFrame frame = new SseFrame(Buffer.buffer(length).appendBytes(event, 0, length), finishReason, usage);
+    SseFrame frame = new SseFrame(wire(event, offset, length, wire), finishReason, usage);
     return text.isEmpty() && !toolCalls ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, text.toString());
   }
 

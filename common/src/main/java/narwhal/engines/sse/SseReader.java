@@ -1,6 +1,8 @@
 package narwhal.engines.sse;
 
+import io.netty.buffer.ByteBuf;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.internal.buffer.BufferInternal;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -9,9 +11,10 @@ import java.util.function.Consumer;
 /**
  * Incremental reader of an engine's SSE stream: fed transport chunks in order, it emits each complete
  * event, classified as output, metadata, error or {@code [DONE]}. Bytes are split on {@code '\n'}, which
- * never occurs inside a multi-byte UTF-8 sequence, so chunk boundaries can fall anywhere. Each chunk is copied
- * out of its buffer once and scanned as an array; an event's data stays bytes, framed for relay as it
- * accumulates, and is classified by {@link FrameClassifier} without building a JSON tree.
+ * never occurs inside a multi-byte UTF-8 sequence, so chunk boundaries can fall anywhere. A chunk that is exactly
+ * one single-line event (what vLLM writes per token) is classified in place and relayed as that chunk, no byte
+ * copied; other chunks are copied out of their buffer once and scanned as an array, an event's data framed for
+ * relay as it accumulates. {@link FrameClassifier} classifies without building a JSON tree.
  */
 public final class SseReader {
   private static final byte[] NONE = new byte[0];
@@ -38,11 +41,12 @@ public final class SseReader {
   }
 
   /**
-   * Consumes one transport chunk.
+   * Consumes one transport chunk. An event may keep the chunk as its relayed bytes: do not modify a chunk once fed.
    *
    * @throws SseFormatException when an event exceeds the size bound or a data line is not JSON
    */
   public void feed(Buffer chunk) {
+    if (pending.length == 0 && !hasData && wholeEvent(chunk)) return;
     byte[] fresh = chunk.getBytes();
     byte[] bytes = pending.length == 0 ? fresh : concat(pending, fresh);
     int start = 0;
@@ -57,6 +61,28 @@ public final class SseReader {
       throw new SseFormatException("stream event larger than " + maxEventBytes + " bytes");
     }
     pending = start == bytes.length ? NONE : Arrays.copyOfRange(bytes, start, bytes.length);
+  }
+
+  /** A chunk that is {@code data: <one line>\n\n} and nothing else is dispatched as it is; false for any other chunk. */
+  private boolean wholeEvent(Buffer chunk) {
+    if (!(chunk instanceof BufferInternal internal)) return false;
+    ByteBuf buf = internal.getByteBuf();
+    int length = buf.readableBytes();
+    if (!buf.hasArray() || length < FRAME_PREFIX.length + SseFrame.SUFFIX || length - FRAME_PREFIX.length - SseFrame.SUFFIX > maxEventBytes) {
+      return false;
+    }
+    byte[] bytes = buf.array();
+    int from = buf.arrayOffset() + buf.readerIndex();
+    int end = from + length;
+    if (bytes[end - 1] != '\n' || bytes[end - 2] != '\n'
+        || !Arrays.equals(bytes, from, from + FRAME_PREFIX.length, FRAME_PREFIX, 0, FRAME_PREFIX.length)) {
+      return false;
+    }
+    for (int i = from + FRAME_PREFIX.length; i < end - SseFrame.SUFFIX; i++) {
+      if (bytes[i] == '\n' || bytes[i] == '\r') return false;
+    }
+    sink.accept(classifier.classify(bytes, from, length, chunk));
+    return true;
   }
 
   private static byte[] concat(byte[] a, byte[] b) {

@@ -28,7 +28,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * vLLM's shapes (text, chat content, reasoning under both names, tool calls, logprobs, stop reasons, usage, errors,
  * unicode raw and escaped, whitespace), on those frames mutated byte by byte (most become invalid), on random JSON
  * over the keys that matter, on frames recorded from the simulated engine, and on streams of them split into
- * chunks anywhere: whenever the scanner reads a frame, its event equals Jackson's; whenever Jackson refuses one,
+ * chunks anywhere or one event per chunk (read in place): whenever the scanner reads a frame, its event equals Jackson's; whenever Jackson refuses one,
  * the scanner declines it; and every unmutated vLLM frame without an error or usage object is read by the scanner.
  */
 @Timeout(120)
@@ -157,20 +157,25 @@ class FrameScanTest {
   private void splitStream(Random random, List<String> frames) {
     StringBuilder wire = new StringBuilder();
     List<String> expected = new ArrayList<>();
+    List<Integer> eventEnds = new ArrayList<>();
+    boolean wholeEvents = random.nextInt(3) == 0;
     for (String frame : frames) {
       String joined = random.nextInt(5) == 0 && frame.contains(",") ? frame.replaceFirst(",", "\n,") : frame;
       wire.append("data: ").append(joined.replace("\n", "\ndata: ")).append(random.nextBoolean() ? "\n\n" : "\r\n\r\n");
       if (random.nextInt(6) == 0) wire.append(": keep-alive comment\n\n");
+      eventEnds.add(wire.toString().getBytes(StandardCharsets.UTF_8).length);
       expected.add(describe(() -> new FrameClassifier().byJackson(event(bytes(joined)), event(bytes(joined)).length)));
     }
     byte[] all = wire.toString().getBytes(StandardCharsets.UTF_8);
     List<String> seen = new ArrayList<>();
     SseReader reader = new SseReader(1 << 20, e -> seen.add(describe(() -> e)));
     int at = 0;
+    int event = 0;
     try {
       while (at < all.length) {
         int size = 1 + random.nextInt(random.nextBoolean() ? 8 : 400);
-        int to = Math.min(all.length, at + size);
+        // as vLLM writes: one event per chunk, which the reader takes in place
+        int to = wholeEvents ? eventEnds.get(event++) : Math.min(all.length, at + size);
         reader.feed(Buffer.buffer().appendBytes(all, at, to - at));
         at = to;
       }
