@@ -10,9 +10,10 @@ import java.util.function.Supplier;
 /**
  * What every request lifecycle of one router instance (event loop) shares: the current configuration, its engine
  * client and control-bus client (placement and breaker), and the replica's retry budget, attested engine facts,
- * journal, metrics, in-flight admission (in-flight count, stop sequence) and the jitter source.
+ * journal, metrics, in-flight admission (in-flight count, stop sequence) and the jitter source; and the loop's
+ * {@link EndOfTurn}, where relays write what a turn brought.
  */
 record RouterContext(Vertx vertx, Supplier<NarwhalConfig> config, EngineClient engines, ControlBusClient controlBus,
                      RetryBudget retryBudget, EngineFacts facts, Journal journal, RouterMetrics metrics,
-                     DoubleSupplier jitter, Admission admission) {
+                     DoubleSupplier jitter, Admission admission, EndOfTurn endOfTurn) {
 }

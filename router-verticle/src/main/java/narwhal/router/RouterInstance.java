@@ -64,7 +64,8 @@ final class RouterInstance extends VerticleBase {
     engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
         cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, cfg.engine().engineApiKey(shared.env())));
     ctx = new RouterContext(vertx, config, engines, new ControlBusClient(vertx, shared.metrics()), shared.retryBudget(),
-        shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.admission());
+        shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.admission(),
+        new EndOfTurn(context));
     serverOptions = new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
         .setHttp2ClearTextEnabled(false);
     return vertx.createHttpServer(serverOptions)

@@ -1,6 +1,5 @@
 package narwhal.router;
 
-import io.vertx.core.Context;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
@@ -24,7 +23,7 @@ final class SseRelay implements ClientSink {
   private static final Buffer DONE = Buffer.buffer("data: [DONE]\n\n");
 
   private final HttpServerResponse response;
-  private final Context context;
+  private final EndOfTurn endOfTurn;
   private final List<SseFrame> held = new ArrayList<>();
   /** Frames relayed this turn, not yet written; null when none. */
   private Buffer pending;
@@ -32,9 +31,9 @@ final class SseRelay implements ClientSink {
   private boolean committed;
   private long outputLength;
 
-  SseRelay(HttpServerResponse response, Context context) {
+  SseRelay(HttpServerResponse response, EndOfTurn endOfTurn) {
     this.response = response;
-    this.context = context;
+    this.endOfTurn = endOfTurn;
   }
 
   @Override
@@ -102,7 +101,7 @@ final class SseRelay implements ClientSink {
     if (pending == null) {
       pending = frame;
       pendingShared = true;
-      context.runOnContext(v -> writePending());
+      endOfTurn.add(this::writePending);
     } else {
       if (pendingShared) {
         pending = Buffer.buffer(Math.max(256, 2 * (pending.length() + frame.length()))).appendBuffer(pending);
