@@ -119,7 +119,7 @@ public final class NarwhalNode {
     HazelcastClusterManager cluster = config.cluster().enabled() ? ClusterBootstrap.clusterManager(config.cluster(), false) : null;
     VertxOptions options = new VertxOptions().setPreferNativeTransport(true)
         .setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true));
-    return ClusterBootstrap.start(options, GuardedMetricsFactory.micrometer(registry), config.cluster(), cluster, env)
+    return ClusterBootstrap.start(options, GuardedMetricsFactory.micrometer(registry, config.metrics().vertxHttp()), config.cluster(), cluster, env)
         .map(vertx -> new NarwhalNode(vertx, registry, cluster, config, env));
   }
 

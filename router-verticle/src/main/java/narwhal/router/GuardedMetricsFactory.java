@@ -31,24 +31,36 @@ import io.vertx.micrometer.MicrometerMetricsFactory;
  * Vert.x creates a server's metrics in the bind listener, after the acceptor is live; a connection accepted in
  * between gets no socket metric while its HTTP connection does get the server metrics, and Micrometer's
  * {@code requestBegin} then throws on the missing metric and the request is never handled. Such a connection's
- * requests are served and left out of the Vert.x HTTP series.
+ * requests are served and left out of the Vert.x HTTP series. With {@code metrics.vertx_http} false
+ * ({@link narwhal.common.config.MetricsConfig}) no HTTP server or client metrics are made at all.
  */
 public final class GuardedMetricsFactory implements VertxMetricsFactory {
   private final VertxMetricsFactory delegate;
+  private final boolean http;
 
   public GuardedMetricsFactory(VertxMetricsFactory delegate) {
-    this.delegate = delegate;
+    this(delegate, true);
   }
 
-  /** Micrometer metrics into {@code registry}, guarded. */
+  public GuardedMetricsFactory(VertxMetricsFactory delegate, boolean http) {
+    this.delegate = delegate;
+    this.http = http;
+  }
+
+  /** Micrometer metrics into {@code registry}, guarded, with Vert.x's HTTP server and client metrics or without. */
+  public static GuardedMetricsFactory micrometer(MeterRegistry registry, boolean http) {
+    return new GuardedMetricsFactory(new MicrometerMetricsFactory(registry), http);
+  }
+
+  /** As {@link #micrometer(MeterRegistry, boolean)} with the HTTP metrics. */
   public static GuardedMetricsFactory micrometer(MeterRegistry registry) {
-    return new GuardedMetricsFactory(new MicrometerMetricsFactory(registry));
+    return micrometer(registry, true);
   }
 
   @Override
   public VertxMetrics metrics(VertxOptions options) {
     VertxMetrics metrics = delegate.metrics(options);
-    return metrics == null ? null : new Guarded(metrics);
+    return metrics == null ? null : new Guarded(metrics, http);
   }
 
   @Override
@@ -66,17 +78,20 @@ public final class GuardedMetricsFactory implements VertxMetricsFactory {
     return delegate.newOptions(json);
   }
 
-  private record Guarded(VertxMetrics d) implements VertxMetrics {
+  private record Guarded(VertxMetrics d, boolean http) implements VertxMetrics {
     @Override public EventBusMetrics createEventBusMetrics() { return d.createEventBusMetrics(); }
     @SuppressWarnings("unchecked")
     @Override public HttpServerMetrics<?, ?, ?> createHttpServerMetrics(HttpServerOptions options, SocketAddress local) {
+      if (!http) return null;
       HttpServerMetrics<?, ?, ?> server = d.createHttpServerMetrics(options, local);
       return server == null ? null : new GuardedHttpServerMetrics((HttpServerMetrics<Object, Object, Object>) server);
     }
     @Override public ClientMetrics<?, ?, ?> createClientMetrics(SocketAddress remote, String type, String namespace) {
       return d.createClientMetrics(remote, type, namespace);
     }
-    @Override public HttpClientMetrics<?, ?, ?> createHttpClientMetrics(HttpClientOptions options) { return d.createHttpClientMetrics(options); }
+    @Override public HttpClientMetrics<?, ?, ?> createHttpClientMetrics(HttpClientOptions options) {
+      return http ? d.createHttpClientMetrics(options) : null;
+    }
     @Override public TCPMetrics<?> createNetServerMetrics(NetServerOptions options, SocketAddress local) { return d.createNetServerMetrics(options, local); }
     @Override public TCPMetrics<?> createNetClientMetrics(NetClientOptions options) { return d.createNetClientMetrics(options); }
     @Override public DatagramSocketMetrics createDatagramSocketMetrics(DatagramSocketOptions options) { return d.createDatagramSocketMetrics(options); }

@@ -23,12 +23,14 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Router issue 1: a connection accepted before Vert.x has created the server's metrics has no socket metric
  * while its HTTP connection has the server metrics. {@link SocketMetricDropped} puts the first connection in
- * exactly that state; unguarded, Micrometer throws in {@code requestBegin} and the request is never answered.
+ * exactly that state; unguarded, Micrometer throws in {@code requestBegin} and the request is never answered. And
+ * {@code metrics.vertx_http} switches Vert.x's HTTP series.
  */
 @Timeout(30)
 class GuardedMetricsTest {
@@ -45,6 +47,25 @@ class GuardedMetricsTest {
       assertTrue(registry.scrape().contains("vertx_http_server_requests_total"), "requests on measured connections are counted");
     } finally {
       RouterHarness.await(vertx.close());
+    }
+  }
+
+  /** {@code metrics.vertx_http}: off, Vert.x's HTTP series are not made (requests are still served); on, they are. */
+  @Test
+  void vertxHttpMetricsAreSwitchable() throws Exception {
+    for (boolean http : new boolean[] {false, true}) {
+      PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+      Vertx vertx = Vertx.builder().with(new VertxOptions().setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true)))
+          .withMetrics(GuardedMetricsFactory.micrometer(registry, http)).build();
+      try {
+        HttpServer server = RouterHarness.await(vertx.createHttpServer().requestHandler(r -> r.response().end("ok")).listen(0));
+        assertTrue(get(server.actualPort()).startsWith("HTTP/1.1 200"), "served with vertx_http " + http);
+        String scrape = registry.scrape();
+        assertEquals(http, scrape.contains("vertx_http_server_requests_total"), "vertx_http " + http + ":\n" + scrape);
+        assertTrue(scrape.contains("vertx_"), "the other Vert.x series stay: " + scrape);
+      } finally {
+        RouterHarness.await(vertx.close());
+      }
     }
   }
 

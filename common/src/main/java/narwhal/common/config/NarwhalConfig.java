@@ -26,13 +26,14 @@ public record NarwhalConfig(
     ClusterConfig cluster,
     AdminConfig admin,
     JournalConfig journal,
+    MetricsConfig metrics,
     SimConfig sim) {
 
   public static final String SCHEMA = "narwhal.fleet";
   public static final int SCHEMA_VERSION = 1;
 
   private static final Set<String> KEYS = Set.of("schema", "schema_version", "model", "engines",
-      "engine_contract", "server", "serving", "engine", "recovery", "cluster", "admin", "journal", "sim");
+      "engine_contract", "server", "serving", "engine", "recovery", "cluster", "admin", "journal", "metrics", "sim");
   private static final String ENGINES_EXPECTATION = "a non-empty list of engines";
 
   public NarwhalConfig {
@@ -46,6 +47,7 @@ public record NarwhalConfig(
     Objects.requireNonNull(cluster, "cluster");
     Objects.requireNonNull(admin, "admin");
     Objects.requireNonNull(journal, "journal");
+    Objects.requireNonNull(metrics, "metrics");
     Objects.requireNonNull(sim, "sim");
   }
 
@@ -82,6 +84,7 @@ public record NarwhalConfig(
         ClusterConfig.read(r.section("cluster", ClusterConfig.KEYS)),
         AdminConfig.read(r.section("admin", AdminConfig.KEYS)),
         JournalConfig.read(r.section("journal", JournalConfig.KEYS)),
+        MetricsConfig.read(r.section("metrics", MetricsConfig.KEYS)),
         SimConfig.read(r.section("sim", SimConfig.KEYS)));
   }
 
@@ -156,6 +159,7 @@ public record NarwhalConfig(
         .put("cluster", cluster.toJson())
         .put("admin", admin.toJson())
         .put("journal", journal.toJson())
+        .put("metrics", metrics.toJson())
         .put("sim", sim.toJson());
   }
 }

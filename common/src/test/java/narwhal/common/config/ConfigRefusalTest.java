@@ -30,7 +30,8 @@ class ConfigRefusalTest {
   static Stream<Arguments> unknownKeys() {
     return Stream.of(
         refused(minimal().put("modle", "m"), "modle", "modle: unknown key"),
-        refused(minimal().put("metrics", new JsonObject()), "metrics", "metrics: unknown key"),
+        refused(minimal().put("telemetry", new JsonObject()), "telemetry", "telemetry: unknown key"),
+        refused(withSection("metrics", "{\"vertx_https\": false}"), "metrics.vertx_https", "metrics.vertx_https: unknown key"),
         refused(withSection("serving", "{\"retry_bugdet\": 10}"), "serving.retry_bugdet",
             "serving.retry_bugdet: unknown key"),
         refused(withSection("engine", "{\"connector\": \"nixl\", \"kv_connector\": \"nixl\"}"),
@@ -109,6 +110,8 @@ class ConfigRefusalTest {
             "server.event_loops: 0 is not valid: expected an integer of at least 1"),
         refused(withSection("server", "{\"event_loops\": 1.5}"), "server.event_loops",
             "server.event_loops: 1.5 is not valid: expected an integer of at least 1"),
+        refused(withSection("metrics", "{\"vertx_http\": \"off\"}"), "metrics.vertx_http",
+            "metrics.vertx_http: \"off\" is not valid: expected true or false"),
         refused(withSection("sim", "{\"embedded\": \"yes\"}"), "sim.embedded",
             "sim.embedded: \"yes\" is not valid: expected true or false"),
         refused(withSection("cluster", "{\"enabled\": 1}"), "cluster.enabled",
