@@ -2,6 +2,7 @@ package narwhal.router;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.config.JournalConfig;
 
@@ -14,17 +15,19 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
  * The request journal (docs/operations.md#journal): one JSON line per finished request. {@link #append} may be called from any
  * event loop: it encodes the row and queues it to the journal's own writer thread, so no file I/O runs on an event
- * loop and rows never interleave. The writer appends whole rows to {@code journal.path} and rotates by size
+ * loop and rows never interleave; the writer is woken once for all the rows queued meanwhile, not once per row. The writer appends whole rows to {@code journal.path} and rotates by size
  * ({@link JournalConfig}): a row goes whole into the file that receives it, so no row is split across files or lost
  * by a rotation; with path {@code "-"} rows go to standard output. {@link #close()} writes and flushes what is queued.
  */
@@ -34,6 +37,9 @@ final class Journal {
   private final Vertx vertx;
   private final JournalConfig config;
   private final ThreadPoolExecutor writer;
+  private final ConcurrentLinkedQueue<byte[]> queued = new ConcurrentLinkedQueue<>();
+  /** A drain of {@link #queued} is scheduled and has not started taking rows yet. */
+  private final AtomicBoolean draining = new AtomicBoolean();
   /** Touched by the writer thread only. */
   private OutputStream out;
   private long size;
@@ -59,11 +65,27 @@ final class Journal {
   }
 
   public void append(JsonObject row) {
-    byte[] line = (row.encode() + "\n").getBytes(StandardCharsets.UTF_8);
+    Buffer encoded = row.toBuffer();
+    byte[] line = encoded.appendByte((byte) '\n').getBytes();
+    queued.add(line);
+    if (!draining.compareAndSet(false, true)) return;
     try {
-      writer.execute(() -> write(line));
+      writer.execute(this::drain);
     } catch (java.util.concurrent.RejectedExecutionException closed) {
+      queued.remove(line);
+      draining.set(false);
       LOG.warning(() -> "journal closed; row not written: " + row.encode());
+    }
+  }
+
+  /** Writes every queued row, then flushes once. */
+  private void drain() {
+    draining.set(false);
+    for (byte[] line = queued.poll(); line != null; line = queued.poll()) write(line);
+    try {
+      out.flush();
+    } catch (IOException e) {
+      LOG.log(Level.WARNING, "journal: cannot flush " + config.path(), e);
     }
   }
 
@@ -89,7 +111,6 @@ final class Journal {
       }
       out.write(line);
       size += line.length;
-      if (writer.getQueue().isEmpty()) out.flush();
     } catch (IOException e) {
       LOG.log(Level.WARNING, "journal: cannot write to " + config.path() + "; row: " + new String(line, StandardCharsets.UTF_8).trim(), e);
     }
