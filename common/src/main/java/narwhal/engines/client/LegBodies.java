@@ -2,13 +2,19 @@ package narwhal.engines.client;
 
 import io.vertx.core.json.JsonObject;
 
-/** Builds the bodies of the two legs from the client's body (docs/vllm.md#what-the-router-sends-and-expects). The client body is never modified. */
+import java.util.LinkedHashMap;
+
+/**
+ * Builds the bodies of the two legs from the client's body (docs/vllm.md#what-the-router-sends-and-expects). The client
+ * body is never modified: each leg's body is a shallow copy whose top-level keys are set, its nested values (messages,
+ * tools) shared read-only with the client's, as they are only encoded.
+ */
 final class LegBodies {
   private LegBodies() {
   }
 
   static JsonObject prefill(JsonObject clientBody, String model) {
-    JsonObject body = clientBody.copy();
+    JsonObject body = shallowCopy(clientBody);
     body.put("model", model);
     body.put("stream", false);
     body.put("max_tokens", 1);
@@ -21,7 +27,7 @@ final class LegBodies {
   }
 
   static JsonObject decode(JsonObject clientBody, String model, JsonObject descriptor) {
-    JsonObject body = clientBody.copy();
+    JsonObject body = shallowCopy(clientBody);
     body.put("model", model);
     boolean clientStreams = Boolean.TRUE.equals(clientBody.getValue("stream"));
     body.put("stream", true);
@@ -29,5 +35,9 @@ final class LegBodies {
     body.remove("kv_transfer_params");
     if (descriptor != null) body.put("kv_transfer_params", descriptor);
     return body;
+  }
+
+  private static JsonObject shallowCopy(JsonObject body) {
+    return new JsonObject(new LinkedHashMap<>(body.getMap()));
   }
 }
