@@ -10,9 +10,6 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import narwhal.common.config.NarwhalConfig;
 
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -93,12 +90,8 @@ final class InferenceHandler implements Handler<RoutingContext> {
   /** The body as a JSON object: strictly UTF-8 (no overlong forms, no encoded surrogates), an object at the top. */
   private static JsonObject parse(Buffer buffer) {
     if (buffer == null || buffer.length() == 0) throw new DecodeException("empty body");
-    try {
-      StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT).decode(java.nio.ByteBuffer.wrap(buffer.getBytes()));
-    } catch (CharacterCodingException e) {
-      throw new DecodeException("not UTF-8");
-    }
+    byte[] bytes = buffer.getBytes();
+    if (!Utf8.valid(bytes, 0, bytes.length)) throw new DecodeException("not UTF-8");
     if (!(Json.decodeValue(buffer) instanceof JsonObject object)) throw new DecodeException("not an object");
     return object;
   }

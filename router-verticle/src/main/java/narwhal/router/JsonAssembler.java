@@ -37,14 +37,14 @@ final class JsonAssembler implements ClientSink {
 
   @Override
   public void metadata(SseEvent.Metadata event) {
-    answer.accept(new JsonObject(event.frame().data()));
+    answer.accept(event.frame().json());
   }
 
   @Override
   public void output(SseEvent.Output event) {
     outputSeen = true;
     outputLength += event.text().length();
-    answer.accept(new JsonObject(event.frame().data()));
+    answer.accept(event.frame().json());
   }
 
   @Override
