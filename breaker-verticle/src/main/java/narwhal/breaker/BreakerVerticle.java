@@ -76,11 +76,11 @@ public final class BreakerVerticle extends VerticleBase {
     intake.probes(probes::run);
     sync.onExpiry(() -> intake.step(book::tick));
     guard.onClose(sync::fullResync);
-    List<MessageConsumer<JsonObject>> consumers = List.of(
-        vertx.eventBus().localConsumer(Addresses.BREAKER_OUTCOME, msg -> intake.outcome(LegOutcome.fromJson(msg.body()))),
-        vertx.eventBus().localConsumer(Addresses.BREAKER_STATE, msg -> msg.reply(state())),
-        vertx.eventBus().consumer(Addresses.ADMIN, admin::handle),
-        vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> {
+    List<MessageConsumer<?>> consumers = List.of(
+        vertx.eventBus().<Object>localConsumer(Addresses.BREAKER_OUTCOME, msg -> intake.outcome(LegOutcome.of(msg.body()))),
+        vertx.eventBus().<JsonObject>localConsumer(Addresses.BREAKER_STATE, msg -> msg.reply(state())),
+        vertx.eventBus().<JsonObject>consumer(Addresses.ADMIN, admin::handle),
+        vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> {
           NarwhalConfig reloaded = config.get();
           reloaded.engines().forEach(e -> metrics.track(e.iid()));
           intake.step(() -> book.reconfigure(reloaded.engines(), reloaded.recovery(), reloaded.engineContract() != null));

@@ -23,6 +23,7 @@ final class ControlBusClient {
   ControlBusClient(Vertx vertx, RouterMetrics metrics) {
     this.vertx = vertx;
     this.metrics = metrics;
+    LegOutcome.CODEC.registerOn(vertx.eventBus());
   }
 
   /** Fails with the placement's {@code ReplyException} (e.g. {@code NO_ENGINE}) when no engine can take the phase. */
@@ -45,7 +46,7 @@ final class ControlBusClient {
 
 
   void report(LegOutcome outcome) {
-    vertx.eventBus().send(Addresses.BREAKER_OUTCOME, outcome.toJson(), LOCAL);
+    vertx.eventBus().send(Addresses.BREAKER_OUTCOME, outcome, LOCAL);
   }
 
   /** The breaker's view (states, causes, streaks); fails when no breaker runs here. */

@@ -12,6 +12,9 @@ import narwhal.common.fault.Phase;
 public record LegOutcome(String iid, Phase phase, boolean success, FailureClass failureClass, String reason,
                          String producerIid, boolean quarantine) {
 
+  /** Sent as the record itself on the local bus; a {@link JsonObject} body of the same fields is read alike. */
+  public static final RecordCodec<LegOutcome> CODEC = new RecordCodec<>(LegOutcome.class, LegOutcome::toJson, LegOutcome::fromJson);
+
   public static LegOutcome success(String iid, Phase phase) {
     return new LegOutcome(iid, phase, true, null, null, null, false);
   }
@@ -20,6 +23,11 @@ public record LegOutcome(String iid, Phase phase, boolean success, FailureClass 
     return new JsonObject().put("iid", iid).put("phase", phase.wireName()).put("success", success)
         .put("class", failureClass == null ? null : failureClass.wireName()).put("reason", reason)
         .put("producer_iid", producerIid).put("quarantine", quarantine);
+  }
+
+  /** A message body as sent: the record, or its JSON. */
+  public static LegOutcome of(Object body) {
+    return body instanceof LegOutcome outcome ? outcome : fromJson((JsonObject) body);
   }
 
   public static LegOutcome fromJson(JsonObject json) {
