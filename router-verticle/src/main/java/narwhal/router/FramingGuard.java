@@ -1,6 +1,7 @@
 package narwhal.router;
 
-import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
@@ -22,12 +23,14 @@ import io.vertx.core.net.impl.ConnectionBase;
  * Vert.x's connection handler: Vert.x closes a connection whose body framing breaks (a bad chunk size) before
  * anything written in reply is flushed, so a broken body is turned into an ended one, reported through
  * {@code onBrokenBody} so the router refuses the request instead of serving what arrived; the response to a broken
- * body says {@code connection: close} and the connection closes once it is written.
+ * body says {@code connection: close} and the connection closes once it is written ({@link CloseAfterResponse},
+ * installed only then: the writes of every other connection do not pass through the guard).
  */
-final class FramingGuard extends ChannelDuplexHandler {
+final class FramingGuard extends ChannelInboundHandlerAdapter {
   private static final String NAME = "narwhal-framing-guard";
   private static final String DECODER = "httpDecoder";
   private static final String VERTX_HANDLER = "handler";
+  private static final String CLOSING = "narwhal-close-after-response";
 
   private final Runnable onBrokenBody;
   private boolean broken;
@@ -55,6 +58,7 @@ final class FramingGuard extends ChannelDuplexHandler {
       ReferenceCountUtil.release(content);
       if (broken) return;
       broken = true;
+      ctx.pipeline().addBefore(VERTX_HANDLER, CLOSING, new CloseAfterResponse());
       onBrokenBody.run();
       ctx.fireChannelRead(LastHttpContent.EMPTY_LAST_CONTENT);
       return;
@@ -62,17 +66,16 @@ final class FramingGuard extends ChannelDuplexHandler {
     ctx.fireChannelRead(msg);
   }
 
-  @Override
-  public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-    if (!broken) {
-      ctx.write(msg, promise);
-      return;
-    }
-    if (msg instanceof HttpResponse response) response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-    if (msg instanceof LastHttpContent) {
-      ctx.write(msg, promise.unvoid()).addListener(ChannelFutureListener.CLOSE);
-    } else {
-      ctx.write(msg, promise);
+  /** The response to a broken body: {@code connection: close}, and the connection closed once it is written. */
+  private static final class CloseAfterResponse extends ChannelOutboundHandlerAdapter {
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+      if (msg instanceof HttpResponse response) response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+      if (msg instanceof LastHttpContent) {
+        ctx.write(msg, promise.unvoid()).addListener(ChannelFutureListener.CLOSE);
+      } else {
+        ctx.write(msg, promise);
+      }
     }
   }
 }

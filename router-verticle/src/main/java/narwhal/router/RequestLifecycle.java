@@ -157,12 +157,14 @@ final class RequestLifecycle {
         request.rid() + "-a" + a.number + "-decode", sameWorker,
         cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs());
     sink.attemptStarted();
-    decode = ctx.engines().decode(handoff, call);
-    decode.handler(event -> relay(a, event));
-    return decode.end().onComplete(ar -> release(a.consumer));
+    DecodeStream stream = ctx.engines().decode(handoff, call);
+    decode = stream;
+    Runnable resume = stream::resume;
+    stream.handler(event -> relay(a, event, stream, resume));
+    return stream.end().onComplete(ar -> release(a.consumer));
   }
 
-  private void relay(Attempt a, SseEvent event) {
+  private void relay(Attempt a, SseEvent event, DecodeStream stream, Runnable resume) {
     if (done) return;
     if (event instanceof SseEvent.Output output) {
       if (!a.decodeOutput) {
@@ -173,8 +175,7 @@ final class RequestLifecycle {
     } else if (event instanceof SseEvent.Metadata metadata) {
       sink.metadata(metadata);
     }
-    DecodeStream stream = decode;
-    if (sink.congested(stream::resume)) stream.pause();
+    if (sink.congested(resume)) stream.pause();
   }
 
   private void completed(Attempt a, DecodeEnd end) {
