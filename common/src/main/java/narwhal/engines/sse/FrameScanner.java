@@ -47,7 +47,10 @@ final class FrameScanner {
   private static final byte[] K_REASONING_CONTENT = ascii("reasoning_content");
   private static final byte[] K_TOOL_CALLS = ascii("tool_calls");
 
+  /** The text of more than one piece, joined; {@link #piece} while there is at most one (the usual frame). */
   private final StringBuilder text = new StringBuilder();
+  private String piece;
+  private boolean joined;
   private final StringBuilder unescaped = new StringBuilder();
   private boolean toolCalls;
   private String finishReason;
@@ -85,11 +88,11 @@ final class FrameScanner {
 
   /** The generated text of the frame's choices, in choice order (text, reasoning, content of each). */
   String text() {
-    return text.toString();
+    return joined ? text.toString() : piece == null ? "" : piece;
   }
 
   boolean hasText() {
-    return text.length() > 0;
+    return joined ? text.length() > 0 : piece != null && !piece.isEmpty();
   }
 
   boolean toolCalls() {
@@ -102,6 +105,8 @@ final class FrameScanner {
 
   private void resetChoices() {
     text.setLength(0);
+    piece = null;
+    joined = false;
     toolCalls = false;
     finishReason = null;
   }
@@ -561,7 +566,15 @@ final class FrameScanner {
   }
 
   private void appendNonNull(String value) {
-    if (value != null) text.append(value);
+    if (value == null) return;
+    if (joined) {
+      text.append(value);
+    } else if (piece == null) {
+      piece = value;
+    } else {
+      text.append(piece).append(value);
+      joined = true;
+    }
   }
 
   private static byte[] ascii(String s) {
