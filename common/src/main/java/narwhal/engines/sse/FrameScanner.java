@@ -441,21 +441,7 @@ final class FrameScanner {
         skipStringBody();
       }
       case '{' -> skipObject();
-      case '[' -> {
-        p++;
-        enter();
-        ws();
-        if (peek() == ']') {
-          p++;
-        } else {
-          do {
-            ws();
-            skipValue();
-            ws();
-          } while (nextInArray());
-        }
-        depth--;
-      }
+      case '[' -> nonEmptyArray();
       case 't' -> literal("true");
       case 'f' -> literal("false");
       case 'n' -> literal("null");
