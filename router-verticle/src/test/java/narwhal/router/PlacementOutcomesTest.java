@@ -54,6 +54,7 @@ class PlacementOutcomesTest {
     try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"))) {
       h.vertx.eventBus().publish(narwhal.common.bus.Addresses.FLEET_CHANGED,
           new EngineStateEvent("D0", EngineState.EJECTED, "admin", 0, null, System.currentTimeMillis(), "test").toJson());
+      h.placementSettled();
       RouterHarness.Reply afterDispatch = h.post("/v1/completions", DisaggregatedExecutionTest.completion(false));
       assertEquals(503, afterDispatch.status(), afterDispatch.body());
       assertEquals("1", afterDispatch.retryAfter());
@@ -63,6 +64,7 @@ class PlacementOutcomesTest {
 
       h.vertx.eventBus().publish(narwhal.common.bus.Addresses.FLEET_CHANGED,
           new EngineStateEvent("P0", EngineState.EJECTED, "admin", 0, null, System.currentTimeMillis(), "test").toJson());
+      h.placementSettled();
       RouterHarness.Reply beforeDispatch = h.post("/v1/completions", DisaggregatedExecutionTest.completion(false));
       assertEquals(503, beforeDispatch.status());
       assertEquals("no_schedulable_engines", beforeDispatch.error().getString("type"));

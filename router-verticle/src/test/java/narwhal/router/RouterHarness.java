@@ -173,7 +173,9 @@ final class RouterHarness implements AutoCloseable {
     return post(path, body.toBuffer(), Map.of());
   }
 
+  /** Posts once placement has applied the state events published before (see {@link #placementSettled}). */
   Reply post(String path, Buffer body, Map<String, String> headers) {
+    placementSettled();
     return send(routerUrl() + path, HttpMethod.POST, body, headers);
   }
 
@@ -282,6 +284,15 @@ final class RouterHarness implements AutoCloseable {
       if (System.nanoTime() > deadline) throw new AssertionError("no journal row for " + rid);
       await(Future.<Void>future(p -> vertx.setTimer(20, t -> p.complete())));
     }
+  }
+
+  /**
+   * Returns once placement has applied every state event published before the call: a request to it queues behind
+   * them on its context. Routers read placement's table directly, so a test that publishes a state change waits here
+   * before it sends the request that must see it.
+   */
+  void placementSettled() {
+    await(vertx.eventBus().request(narwhal.common.bus.Addresses.PLACEMENT_STATE, new JsonObject()));
   }
 
   /** Total reservations placement holds now, as {@code /narwhal/state} reports them. */
