@@ -2,7 +2,6 @@ package narwhal.router;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.config.JournalConfig;
 
@@ -26,8 +25,9 @@ import java.util.logging.Logger;
 
 /**
  * The request journal (docs/operations.md#journal): one JSON line per finished request. {@link #append} may be called from any
- * event loop: it encodes the row and queues it to the journal's own writer thread, so no file I/O runs on an event
- * loop and rows never interleave; the writer is woken once for all the rows queued meanwhile, not once per row. The writer appends whole rows to {@code journal.path} and rotates by size
+ * event loop: it queues the row to the journal's own writer thread, which encodes and writes it, so neither file I/O
+ * nor the encoding runs on an event loop and rows never interleave; the writer is woken once for all the rows queued
+ * meanwhile, not once per row. A row must not be modified once appended. The writer appends whole rows to {@code journal.path} and rotates by size
  * ({@link JournalConfig}): a row goes whole into the file that receives it, so no row is split across files or lost
  * by a rotation; with path {@code "-"} rows go to standard output. {@link #close()} writes and flushes what is queued.
  */
@@ -37,7 +37,7 @@ final class Journal {
   private final Vertx vertx;
   private final JournalConfig config;
   private final ThreadPoolExecutor writer;
-  private final ConcurrentLinkedQueue<byte[]> queued = new ConcurrentLinkedQueue<>();
+  private final ConcurrentLinkedQueue<JsonObject> queued = new ConcurrentLinkedQueue<>();
   /** A drain of {@link #queued} is scheduled and has not started taking rows yet. */
   private final AtomicBoolean draining = new AtomicBoolean();
   /** Touched by the writer thread only. */
@@ -65,14 +65,12 @@ final class Journal {
   }
 
   public void append(JsonObject row) {
-    Buffer encoded = row.toBuffer();
-    byte[] line = encoded.appendByte((byte) '\n').getBytes();
-    queued.add(line);
+    queued.add(row);
     if (!draining.compareAndSet(false, true)) return;
     try {
       writer.execute(this::drain);
     } catch (java.util.concurrent.RejectedExecutionException closed) {
-      queued.remove(line);
+      queued.remove(row);
       draining.set(false);
       LOG.warning(() -> "journal closed; row not written: " + row.encode());
     }
@@ -81,7 +79,13 @@ final class Journal {
   /** Writes every queued row, then flushes once. */
   private void drain() {
     draining.set(false);
-    for (byte[] line = queued.poll(); line != null; line = queued.poll()) write(line);
+    for (JsonObject row = queued.poll(); row != null; row = queued.poll()) {
+      try {
+        write(row.toBuffer().appendByte((byte) '\n').getBytes());
+      } catch (RuntimeException unencodable) {
+        LOG.log(Level.WARNING, "journal: a row could not be encoded; left out", unencodable);
+      }
+    }
     try {
       out.flush();
     } catch (IOException e) {
