@@ -9,6 +9,7 @@ import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.engines.json.Utf8;
 
 import java.time.Instant;
 import java.util.Optional;

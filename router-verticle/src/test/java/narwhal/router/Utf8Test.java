@@ -1,5 +1,6 @@
 package narwhal.router;
 
+import narwhal.engines.json.Utf8;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;

@@ -1,5 +1,7 @@
 package narwhal.engines.sse;
 
+import narwhal.engines.json.Utf8;
+
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -405,32 +407,11 @@ final class FrameScanner {
     throw DECLINE;
   }
 
-  /** One well-formed multi-byte UTF-8 sequence (no overlong forms, no surrogates, at most U+10FFFF). */
+  /** One well-formed multi-byte UTF-8 sequence ({@link Utf8#sequence}). */
   private void utf8() {
-    int c = b[p] & 0xff;
-    if (c >= 0xc2 && c <= 0xdf) {
-      continuation(p + 1);
-      p += 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      int c1 = at(p + 1) & 0xff;
-      if (c == 0xe0 && c1 < 0xa0 || c == 0xed && c1 > 0x9f) throw DECLINE;
-      continuation(p + 1);
-      continuation(p + 2);
-      p += 3;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      int c1 = at(p + 1) & 0xff;
-      if (c == 0xf0 && c1 < 0x90 || c == 0xf4 && c1 > 0x8f) throw DECLINE;
-      continuation(p + 1);
-      continuation(p + 2);
-      continuation(p + 3);
-      p += 4;
-    } else {
-      throw DECLINE;
-    }
-  }
-
-  private void continuation(int i) {
-    if ((at(i) & 0xc0) != 0x80) throw DECLINE;
+    int n = Utf8.sequence(b, p, end);
+    if (n == 0) throw DECLINE;
+    p += n;
   }
 
   private void skipValue() {
