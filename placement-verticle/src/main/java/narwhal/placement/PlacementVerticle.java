@@ -49,6 +49,7 @@ public final class PlacementVerticle extends VerticleBase {
   private final Map<String, StateVersion> versions = new HashMap<>();
   /** Read by routers' event loops through {@link Local}. */
   private volatile boolean fleetHold;
+  private final Local local = new Local();
   private AsyncMap<String, String> shared;
   private long resyncTimer = -1;
 
@@ -78,7 +79,7 @@ public final class PlacementVerticle extends VerticleBase {
         })
         .onSuccess(v -> {
           resyncTimer = vertx.setPeriodic(resyncMs, t -> resync().otherwise(err -> null));
-          vertx.sharedData().getLocalMap(LocalPlacement.MAP).put(LocalPlacement.KEY, new Local());
+          vertx.sharedData().getLocalMap(LocalPlacement.MAP).put(LocalPlacement.KEY, local);
         });
   }
 
@@ -89,7 +90,7 @@ public final class PlacementVerticle extends VerticleBase {
     return Future.succeededFuture();
   }
 
-  /** The table as routers on this node reach it, deciding as {@link #reserve(Message)} does. */
+  /** The placement decision, as routers on this node reach it and as {@link #reserve(Message)} answers it on the bus. */
   private final class Local implements LocalPlacement {
     @Override
     public Future<Reservation> reserve(ReserveRequest request) {
@@ -134,13 +135,14 @@ public final class PlacementVerticle extends VerticleBase {
       msg.fail(Failures.BAD_MESSAGE, "malformed reserve request: " + e.getMessage());
       return;
     }
-    if (fleetHold) {
-      msg.fail(Failures.FLEET_HOLD, FLEET_HOLD);
-      return;
-    }
-    table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid()).ifPresentOrElse(
-        reservation -> msg.reply(reservation.toJson()),
-        () -> msg.fail(Failures.NO_ENGINE, noEngine(request)));
+    local.reserve(request).onComplete(ar -> {
+      if (ar.succeeded()) {
+        msg.reply(ar.result().toJson());
+      } else {
+        ReplyException refused = (ReplyException) ar.cause();
+        msg.fail(refused.failureCode(), refused.getMessage());
+      }
+    });
   }
 
   private static String noEngine(ReserveRequest request) {
