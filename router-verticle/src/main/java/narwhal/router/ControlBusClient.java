@@ -44,7 +44,6 @@ final class ControlBusClient {
     }
   }
 
-
   void report(LegOutcome outcome) {
     vertx.eventBus().send(Addresses.BREAKER_OUTCOME, outcome, LOCAL);
   }

@@ -27,8 +27,8 @@ import java.util.logging.Logger;
  * The request journal (docs/operations.md#journal): one JSON line per finished request. {@link #append} may be called from any
  * event loop: it queues the row to the journal's own writer thread, which encodes and writes it, so neither file I/O
  * nor the encoding runs on an event loop and rows never interleave; the writer is woken once for all the rows queued
- * meanwhile, not once per row. A row must not be modified once appended. The writer appends whole rows to {@code journal.path} and rotates by size
- * ({@link JournalConfig}): a row goes whole into the file that receives it, so no row is split across files or lost
+ * meanwhile, not once per row. A row must not be modified once appended. The writer appends whole rows to
+ * {@code journal.path} and rotates by size ({@link JournalConfig}): a row goes whole into the file that receives it, so no row is split across files or lost
  * by a rotation; with path {@code "-"} rows go to standard output. {@link #close()} writes and flushes what is queued.
  */
 final class Journal {

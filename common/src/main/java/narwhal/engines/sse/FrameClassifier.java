@@ -59,14 +59,6 @@ final class FrameClassifier {
     return !scanner.hasText() && !scanner.toolCalls() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, scanner.text());
   }
 
-  SseEvent byScan(byte[] event, int length) {
-    return byScan(event, 0, length, null);
-  }
-
-  SseEvent byJackson(byte[] event, int length) {
-    return byJackson(event, 0, length, null);
-  }
-
   private static Buffer wire(byte[] event, int offset, int length, Buffer wire) {
     return wire != null ? wire : Buffer.buffer(Arrays.copyOfRange(event, offset, offset + length));
   }

@@ -164,7 +164,7 @@ class FrameScanTest {
       wire.append("data: ").append(joined.replace("\n", "\ndata: ")).append(random.nextBoolean() ? "\n\n" : "\r\n\r\n");
       if (random.nextInt(6) == 0) wire.append(": keep-alive comment\n\n");
       eventEnds.add(wire.toString().getBytes(StandardCharsets.UTF_8).length);
-      expected.add(describe(() -> new FrameClassifier().byJackson(event(bytes(joined)), event(bytes(joined)).length)));
+      expected.add(describe(() -> new FrameClassifier().byJackson(event(bytes(joined)), 0, event(bytes(joined)).length, null)));
     }
     byte[] all = wire.toString().getBytes(StandardCharsets.UTF_8);
     List<String> seen = new ArrayList<>();
@@ -189,8 +189,8 @@ class FrameScanTest {
   /** Both readings of one frame's data; true when the scanner read it (then its event is Jackson's). */
   private boolean check(byte[] data) {
     byte[] event = event(data);
-    String jackson = describe(() -> classifier.byJackson(event, event.length));
-    SseEvent fast = classifier.byScan(event, event.length);
+    String jackson = describe(() -> classifier.byJackson(event, 0, event.length, null));
+    SseEvent fast = classifier.byScan(event, 0, event.length, null);
     String classified = describe(() -> classifier.classify(event, event.length));
     String text = new String(data, StandardCharsets.UTF_8);
     assertEquals(jackson, classified, () -> "classify differs from Jackson for " + text);
@@ -205,7 +205,7 @@ class FrameScanTest {
 
   private boolean jacksonRefuses(byte[] data) {
     byte[] event = event(data);
-    return describe(() -> classifier.byJackson(event, event.length)).equals("refused");
+    return describe(() -> classifier.byJackson(event, 0, event.length, null)).equals("refused");
   }
 
   private static String describe(java.util.function.Supplier<SseEvent> reading) {
