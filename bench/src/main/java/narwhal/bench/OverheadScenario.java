@@ -42,7 +42,6 @@ final class OverheadScenario implements Scenario {
     double warm = smoke ? 0.3 : 2;
     double measure = smoke ? 0.7 : 5;
     int rounds = smoke ? 1 : 2;
-    double globalWarm = smoke ? 0.5 : 8;
     int maxLevel = levels.stream().max(Integer::compare).orElse(1);
     BenchReport report = env.report();
     Progress progress = env.progress();
@@ -79,8 +78,11 @@ final class OverheadScenario implements Scenario {
     report.parameter("levels", levels).parameter("warmup_s", warm).parameter("measure_s", measure).parameter("rounds", rounds)
         .parameter("stream_tokens", STREAM_TOKENS).parameter("short_tokens", SHORT_TOKENS);
 
-    progress.say("warm-up: both paths, " + globalWarm + " s each, 16 streams");
-    for (Work w : List.of(directStream, routerStream, directShort, routerShort)) load.closedLoop("warm-up", 16, 0, globalWarm, 30, w);
+    progress.say("warm-up: both paths until the JIT has settled, " + maxLevel + " streams");
+    JitWarmup.Result jit = JitWarmup.run(load, progress, router, maxLevel, smoke ? 0.15 : 2, smoke ? 0.6 : 240,
+        List.of(directStream, routerStream, directShort, routerShort));
+    report.layout(jit.describe());
+    report.parameter("jit_warmup_s", jit.seconds());
 
     ResultTable first = new ResultTable("first byte, streaming completions (" + STREAM_TOKENS
         + " tokens); client-measured ms; added = router − direct", "streams", "direct p50", "router p50", "added p50",
@@ -88,7 +90,7 @@ final class OverheadScenario implements Scenario {
         "errors d/r");
     ResultTable shortT = new ResultTable("short non-streaming completions (" + SHORT_TOKENS + " tokens), requests per second",
         "streams", "direct req/s", "router req/s", "router/direct", "direct p50 ms", "router p50 ms", "direct p99 ms",
-        "router p99 ms", "CPU ms/req: direct | bench+router", "cores busy: direct | bench+router", "errors d/r");
+        "router p99 ms", "CPU ms/req: direct | bench+router", "cores busy: direct | bench+router", "router CPU in JIT", "errors d/r");
     Map<String, Map<String, Double>> fbChart = new LinkedHashMap<>();
     Map<String, Map<String, Double>> rpsChart = new LinkedHashMap<>();
     List<JsonObject> raw = new ArrayList<>();
@@ -111,7 +113,8 @@ final class OverheadScenario implements Scenario {
           Fmt.pct(d.firstToken(), 99), Fmt.pct(r.firstToken(), 99), both ? Fmt.deltaMs(addedP99) : "—",
           Fmt.rate(d.rps()), Fmt.rate(r.rps()), s.cpuPerRequest(), d.errors() + "/" + r.errors());
       shortT.row(c, Fmt.rate(nd.rps()), Fmt.rate(nr.rps()), Fmt.ratio(Fmt.ratio(nr.rps(), nd.rps())),
-          Fmt.pct(nd.latency(), 50), Fmt.pct(nr.latency(), 50), Fmt.pct(nd.latency(), 99), Fmt.pct(nr.latency(), 99), n.cpuPerRequest(), n.cores(), nd.errors() + "/" + nr.errors());
+          Fmt.pct(nd.latency(), 50), Fmt.pct(nr.latency(), 50), Fmt.pct(nd.latency(), 99), Fmt.pct(nr.latency(), 99), n.cpuPerRequest(), n.cores(),
+          n.jitShare(), nd.errors() + "/" + nr.errors());
       String cat = String.valueOf(c);
       fbChart.computeIfAbsent("direct p50", k -> new LinkedHashMap<>()).put(cat, d.firstToken().percentileMs(50));
       fbChart.computeIfAbsent("router p50", k -> new LinkedHashMap<>()).put(cat, r.firstToken().percentileMs(50));
@@ -121,7 +124,8 @@ final class OverheadScenario implements Scenario {
       rpsChart.computeIfAbsent("router", k -> new LinkedHashMap<>()).put(cat, nr.rps());
       raw.add(new JsonObject().put("streams", c).put("stream_direct", d.toJson()).put("stream_router", r.toJson())
           .put("short_direct", nd.toJson()).put("short_router", nr.toJson())
-          .put("router_cpu_ms_per_req_stream", s.routerCpuMsPerRequest()).put("router_cpu_ms_per_req_short", n.routerCpuMsPerRequest()));
+          .put("router_cpu_ms_per_req_stream", s.routerCpuMsPerRequest()).put("router_cpu_ms_per_req_short", n.routerCpuMsPerRequest())
+          .put("router_jit_cpu_s_short", n.routerJitS()));
     }
     report.raw("levels", raw);
     report.table(first);
@@ -200,9 +204,14 @@ final class OverheadScenario implements Scenario {
    * the router's CPU seconds, and cores busy in each process during each path's windows.
    */
   record Pair(RunStats direct, RunStats router, double routerCpuS, double benchCoresDirect, double benchCoresRouted,
-              double routerCores, double benchCpuDirectS, double benchCpuRoutedS) {
+              double routerCores, double benchCpuDirectS, double benchCpuRoutedS, double routerJitS) {
     double routerCpuMsPerRequest() {
       return router.completed() == 0 ? Double.NaN : routerCpuS * 1000 / router.completed();
+    }
+
+    /** The part of the router's CPU its JIT compilers used in the measured windows. */
+    String jitShare() {
+      return Fmt.num(100 * routerJitS / routerCpuS, 1) + " %";
     }
 
     /** CPU per completed request of each process: the bench process alone on the direct path | bench + router. */
@@ -223,7 +232,8 @@ final class OverheadScenario implements Scenario {
     RunStats d = new RunStats("direct " + mode + " c=" + c);
     RunStats r = new RunStats("router " + mode + " c=" + c);
     CpuMeter directCpu = new CpuMeter().add("bench", ProcessCpu::self);
-    CpuMeter routedCpu = new CpuMeter().add("bench", ProcessCpu::self).add("router", router::cpuSeconds);
+    CpuMeter routedCpu = new CpuMeter().add("bench", ProcessCpu::self).add("router", router::cpuSeconds)
+        .add("router-jit", router::compilerCpuSeconds);
     for (int round = 0; round < rounds; round++) {
       boolean directFirst = round % 2 == 0;
       for (int k = 0; k < 2; k++) {
@@ -235,6 +245,6 @@ final class OverheadScenario implements Scenario {
       }
     }
     return new Pair(d, r, routedCpu.seconds("router"), directCpu.cores("bench"), routedCpu.cores("bench"), routedCpu.cores("router"),
-        directCpu.seconds("bench"), routedCpu.seconds("bench"));
+        directCpu.seconds("bench"), routedCpu.seconds("bench"), routedCpu.seconds("router-jit"));
   }
 }

@@ -35,6 +35,32 @@ public final class ProcessCpu {
     return total;
   }
 
+  /**
+   * CPU seconds of a JVM's JIT compiler threads ({@code C1 CompilerThre…}, {@code C2 CompilerThre…} in
+   * each {@code comm} under {@code /proc/<pid>/task}); -1 where {@code /proc} is not there. Compilers still busy mean the code measured
+   * is still partly interpreted or profiled, and their own CPU is counted in the process's.
+   */
+  public static double compilerSeconds(long pid) {
+    Path tasks = Path.of("/proc/" + pid + "/task");
+    try (var threads = Files.list(tasks)) {
+      return threads.mapToDouble(ProcessCpu::compilerThreadSeconds).sum();
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  private static double compilerThreadSeconds(Path task) {
+    try {
+      String name = Files.readString(task.resolve("comm")).trim();
+      if (!name.startsWith("C1 CompilerThre") && !name.startsWith("C2 CompilerThre")) return 0;
+      String stat = Files.readString(task.resolve("stat"));
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / TICKS_PER_SECOND;
+    } catch (IOException | RuntimeException threadGone) {
+      return 0;
+    }
+  }
+
   public static double self() {
     return seconds(ProcessHandle.current().pid());
   }

@@ -70,14 +70,16 @@ final class RelayScenario implements Scenario {
     report.parameter("levels", levels).parameter("tokens_per_stream", tokens).parameter("warmup_s", warm)
         .parameter("measure_s", measure).parameter("rounds", rounds).parameter("nginx_workers", workers);
 
-    progress.say("warm-up: both paths");
-    load.closedLoop("warm-up", 16, 0, smoke ? 0.5 : 6, 30, nginxWork);
-    load.closedLoop("warm-up", 16, 0, smoke ? 0.5 : 6, 30, routerWork);
+    progress.say("warm-up: both paths until the JIT has settled");
+    JitWarmup.Result jit = JitWarmup.run(load, progress, router, maxLevel, smoke ? 0.25 : 3, smoke ? 0.5 : 180,
+        List.of(nginxWork, routerWork));
+    report.layout(jit.describe());
+    report.parameter("jit_warmup_s", jit.seconds());
 
     ResultTable table = new ResultTable("relayed output tokens per second (" + tokens + "-token streams, client-measured)",
         "streams", "nginx tok/s", "router tok/s", "router/nginx", "nginx ITL p99 ms", "router ITL p99 ms",
         "nginx first p50 ms", "router first p50 ms", "CPU µs/token nginx | router", "CPU router/nginx",
-        "cores busy: bench+nginx | bench+router", "errors n/r");
+        "cores busy: bench+nginx | bench+router", "router CPU in JIT", "errors n/r");
     Map<String, Map<String, Double>> chart = new LinkedHashMap<>();
     List<JsonObject> raw = new ArrayList<>();
     int headlineLevel = levels.contains(HEADLINE_LEVEL) ? HEADLINE_LEVEL : maxLevel;
@@ -90,7 +92,8 @@ final class RelayScenario implements Scenario {
       RunStats n = new RunStats("nginx c=" + c);
       RunStats r = new RunStats("router c=" + c);
       CpuMeter nCpu = new CpuMeter().add("bench", ProcessCpu::self).add("nginx", nginx::cpuSeconds);
-      CpuMeter rCpu = new CpuMeter().add("bench", ProcessCpu::self).add("router", router::cpuSeconds);
+      CpuMeter rCpu = new CpuMeter().add("bench", ProcessCpu::self).add("router", router::cpuSeconds)
+          .add("router-jit", router::compilerCpuSeconds);
       for (int round = 0; round < rounds; round++) {
         boolean nginxFirst = round % 2 == 0;
         for (int k = 0; k < 2; k++) {
@@ -110,12 +113,13 @@ final class RelayScenario implements Scenario {
           Fmt.pct(r.firstToken(), 50), Fmt.num(nPer, 2) + " | " + Fmt.num(rPer, 2), Fmt.ratio(cpuRatio),
           Fmt.num(nCpu.cores("bench"), 2) + "+" + Fmt.num(nCpu.cores("nginx"), 2) + " | "
               + Fmt.num(rCpu.cores("bench"), 2) + "+" + Fmt.num(rCpu.cores("router"), 2),
-          n.errors() + "/" + r.errors());
+          Fmt.num(100 * rCpu.seconds("router-jit") / rCpu.seconds("router"), 1) + " %", n.errors() + "/" + r.errors());
       chart.computeIfAbsent("nginx", k -> new LinkedHashMap<>()).put(String.valueOf(c), n.tokensPerSecond());
       chart.computeIfAbsent("router", k -> new LinkedHashMap<>()).put(String.valueOf(c), r.tokensPerSecond());
       raw.add(new JsonObject().put("streams", c).put("nginx", n.toJson()).put("router", r.toJson())
           .put("cpu_us_per_token", new JsonObject().put("nginx", nPer).put("router", rPer))
           .put("cpu_s", new JsonObject().put("nginx", nCpu.seconds("nginx")).put("router", rCpu.seconds("router"))
+              .put("router_jit", rCpu.seconds("router-jit"))
               .put("bench_nginx_runs", nCpu.seconds("bench")).put("bench_router_runs", rCpu.seconds("bench"))));
       errors += n.errors() + r.errors();
       samples.addAll(r.errorSamples());

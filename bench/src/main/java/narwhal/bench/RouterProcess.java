@@ -188,6 +188,11 @@ public final class RouterProcess implements AutoCloseable {
     return ProcessCpu.seconds(process.pid());
   }
 
+  /** The part of {@link #cpuSeconds()} its JIT compilers used. */
+  public double compilerCpuSeconds() {
+    return ProcessCpu.compilerSeconds(process.pid());
+  }
+
   /** The last lines the router printed. */
   public List<String> tail() {
     synchronized (tail) {
