@@ -84,7 +84,7 @@ public final class DecodeStream {
 
   /** Abandons the leg: resets the upstream request and fails {@link #end()} with a cancellation. */
   public void cancel() {
-    finish(new CancellationException("decode leg cancelled"));
+    if (!end.future().isComplete()) finish(new CancellationException("decode leg cancelled"));
   }
 
   void attach(HttpClientRequest request) {

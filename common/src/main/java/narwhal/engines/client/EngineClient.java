@@ -68,7 +68,9 @@ public final class EngineClient {
     Buffer body = LegBodies.prefill(call.clientBody(), call.model()).toBuffer();
     Promise<PrefillResult> result = Promise.promise();
     RequestOptions request = post(call.producerUrl(), call.endpoint(), call.requestId());
-    cancel.onComplete(v -> result.tryFail(new CancellationException("prefill leg cancelled")));
+    cancel.onComplete(v -> {
+      if (!result.future().isComplete()) result.tryFail(new CancellationException("prefill leg cancelled"));
+    });
     long timer = vertx.setTimer(Math.max(1, call.timeoutMs()), t -> result.tryFail(
         new EngineFault(FaultKind.PREFILL_TIMEOUT, Phase.PREFILL, "prefill did not complete within " + SecondsText.of(call.timeoutMs()) + "s")));
     http.request(request)
