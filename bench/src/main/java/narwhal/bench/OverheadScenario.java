@@ -70,6 +70,10 @@ final class OverheadScenario implements Scenario {
     Work directStream = () -> direct.run("/v1/completions", streamJson, true);
     Work routerShort = () -> routerHttp.post("/v1/completions", shortBody, false, 30_000);
     Work directShort = () -> direct.run("/v1/completions", shortJson, false);
+    JsonObject pacedJson = Bodies.completion(PACED_TOKENS, true).put("sim_fault", "slow_tokens;itl_ms=" + PACED_ITL_MS + ";phase=decode");
+    Buffer pacedBody = pacedJson.toBuffer();
+    Work routerPaced = () -> routerHttp.post("/v1/completions", pacedBody, true, 30_000);
+    Work directPaced = () -> direct.run("/v1/completions", pacedJson, true);
 
     report.layout("bench process: load generator (Vert.x, 2 event loops) + 4 simulated engines (P0 P1 prefill, D0 D1 decode, zero latency, own Vert.x)")
         .layout("baseline: the same bench process runs both legs itself with narwhal.engines.client.EngineClient (prefill -> decode, round-robin)")
@@ -80,7 +84,7 @@ final class OverheadScenario implements Scenario {
 
     progress.say("warm-up: both paths until the JIT has settled, " + maxLevel + " streams");
     JitWarmup.Result jit = JitWarmup.run(load, progress, router, maxLevel, smoke ? 0.15 : 2, smoke ? 0.6 : 240,
-        List.of(directStream, routerStream, directShort, routerShort));
+        List.of(directStream, routerStream, directShort, routerShort, directPaced, routerPaced));
     report.layout(jit.describe());
     report.parameter("jit_warmup_s", jit.seconds());
 
@@ -135,10 +139,7 @@ final class OverheadScenario implements Scenario {
     // PACED_TOKENS × PACED_ITL_MS (the engine's per-request slow_tokens rule, decode leg only), so 64 open streams
     // ask for a fraction of what either path can serve and the difference is the router's own work.
     int pacedLevel = levels.contains(HEADLINE_LEVEL) ? HEADLINE_LEVEL : maxLevel;
-    JsonObject pacedJson = Bodies.completion(PACED_TOKENS, true).put("sim_fault", "slow_tokens;itl_ms=" + PACED_ITL_MS + ";phase=decode");
-    Buffer pacedBody = pacedJson.toBuffer();
-    Pair paced = measurePair(load, progress, "paced stream", pacedLevel, rounds, warm, measure,
-        () -> direct.run("/v1/completions", pacedJson, true), () -> routerHttp.post("/v1/completions", pacedBody, true, 30_000), router);
+    Pair paced = measurePair(load, progress, "paced stream", pacedLevel, rounds, warm, measure, directPaced, routerPaced, router);
     ResultTable pacedT = new ResultTable("first byte, " + pacedLevel + " open streams below saturation (zero TTFT, then " + PACED_TOKENS
         + " tokens " + PACED_ITL_MS + " ms apart); client-measured ms", "streams", "direct p50", "router p50", "added p50",
         "direct p99", "router p99", "added p99", "direct req/s", "router req/s", "CPU ms/req: direct | bench+router", "errors d/r");
