@@ -66,7 +66,7 @@ final class ConcurrencyScenario implements Scenario {
     Files.deleteIfExists(journal); // kept after the run, beside the router log, for a closer look
     SimProcess fleet = env.own(SimProcess.start(env, name(), List.of(SimBench.engine("P0", "prefill"),
         SimBench.engine("D0", "decode").setItlMs(itlMs), SimBench.engine("D1", "decode").setItlMs(itlMs)), "2g"));
-    JsonObject cfg = fleet.fleetFile(journal, 0);
+    JsonObject cfg = SimBench.unbalanced(fleet.fleetFile(journal, 0));
     SimBench.set(cfg, "serving", "max_connections", Math.max(768, total * 2));
     SimBench.set(cfg, "serving", "prefill_timeout_s", 60);
     SimBench.set(cfg, "engine", "first_token_timeout_s", 30);

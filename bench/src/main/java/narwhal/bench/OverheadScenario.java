@@ -50,7 +50,7 @@ final class OverheadScenario implements Scenario {
     env.own(() -> Files.deleteIfExists(journal));
     SimBench fleet = env.own(SimBench.start(List.of(SimBench.engine("P0", "prefill"), SimBench.engine("P1", "prefill"),
         SimBench.engine("D0", "decode"), SimBench.engine("D1", "decode"))));
-    JsonObject cfg = fleet.fleetFile(journal, 0);
+    JsonObject cfg = SimBench.unbalanced(fleet.fleetFile(journal, 0));
     SimBench.set(cfg, "serving", "max_connections", Math.max(768, maxLevel * 4));
     SimBench.set(cfg, "engine", "first_token_timeout_s", 10);
     progress.say("starting the router replica");

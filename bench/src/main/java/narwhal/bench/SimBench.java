@@ -55,6 +55,14 @@ public final class SimBench implements EngineFleet {
     return fleet.engines().stream().map(e -> new Engine(e.name(), e.options().getRole(), e.url())).toList();
   }
 
+  /**
+   * A fleet file for a replica with no load balancer in front: {@code serving.drain_delay_s} 0, so that SIGTERM stops it
+   * within {@link RouterProcess#STOP_WAIT_S} instead of serving on for the drain delay first.
+   */
+  public static JsonObject unbalanced(JsonObject fleet) {
+    return set(fleet, "serving", "drain_delay_s", 0);
+  }
+
   /** Sets {@code section.key} in a fleet file, creating the section. */
   public static JsonObject set(JsonObject fleet, String section, String key, Object value) {
     JsonObject s = fleet.getJsonObject(section);
