@@ -46,7 +46,7 @@ final class FuzzEdgeScenario implements Scenario {
     Files.deleteIfExists(journal);
     SimBench fleet = env.own(SimBench.start(List.of(SimBench.engine("P0", "prefill"), SimBench.engine("D0", "decode"))));
     // The router must cut slow senders off well inside the bound this scenario waits (serving.receive_timeout_s).
-    JsonObject cfg = SimBench.set(fleet.fleetFile(journal, 0), "serving", "receive_timeout_s", slowBoundMs / 2000.0);
+    JsonObject cfg = SimBench.set(SimBench.unbalanced(fleet.fleetFile(journal, 0)), "serving", "receive_timeout_s", slowBoundMs / 2000.0);
     progress.say("starting the router replica (-Xmx1g, JMX for heap readings)");
     RouterProcess router = env.own(RouterProcess.start(env, name(), cfg, new RouterProcess.Options(List.of("-Xmx1g"), true, false)));
     LoadGenerator load = env.own(new LoadGenerator());

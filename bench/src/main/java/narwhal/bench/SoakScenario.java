@@ -70,7 +70,7 @@ final class SoakScenario implements Scenario {
     Path journal = env.tmp().resolve("journal.jsonl");
     Files.deleteIfExists(journal);
     SimBench fleet = env.own(SimBench.start(engines));
-    JsonObject cfg = fleet.fleetFile(journal, 0);
+    JsonObject cfg = SimBench.unbalanced(fleet.fleetFile(journal, 0));
     double requestTimeoutS = 15;
     SimBench.set(cfg, "serving", "max_attempts", 2);
     SimBench.set(cfg, "serving", "request_timeout_s", requestTimeoutS);

@@ -65,7 +65,7 @@ final class StartupScenario implements Scenario {
       Path journal = env.tmp().resolve("journal-" + i + ".jsonl");
       int port = FreePort.pick();
       Path fleetFile = env.tmp().resolve("startup-fleet.json");
-      Files.writeString(fleetFile, fleet.fleetFile(journal, port).encodePrettily());
+      Files.writeString(fleetFile, SimBench.unbalanced(fleet.fleetFile(journal, port)).encodePrettily());
       Timing t = launch(env, fleetFile, port, http, load, RouterProcess.STOP_WAIT_S);
       served.add(t.firstServedMs);
       stops.add(t.stop);
