@@ -36,6 +36,16 @@ public final class CpuMeter implements LoadGenerator.Window {
     });
   }
 
+  /** A router's CPU as {@code router}, and the part its JIT compilers used as {@code router-jit}. */
+  public CpuMeter router(RouterProcess router) {
+    return add("router", router::cpuSeconds).add("router-jit", router::compilerCpuSeconds);
+  }
+
+  /** {@code part}'s CPU seconds over {@code whole}'s, over the windows so far. */
+  public double share(String part, String whole) {
+    return seconds(part) / seconds(whole);
+  }
+
   /** CPU seconds of {@code name} over the windows so far (NaN when unreadable). */
   public double seconds(String name) {
     return totals.getOrDefault(name, Double.NaN);

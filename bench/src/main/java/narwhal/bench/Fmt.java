@@ -26,6 +26,11 @@ public final class Fmt {
     return String.format(Locale.ROOT, "%." + decimals + "f", v);
   }
 
+  /** A fraction as a percentage, {@code 2.5 %}. */
+  public static String percent(double fraction, int decimals) {
+    return num(100 * fraction, decimals) + " %";
+  }
+
   /** A rate with no decimals above 100, one below. */
   public static String rate(double v) {
     return v >= 100 ? String.format(Locale.ROOT, "%.0f", v) : String.format(Locale.ROOT, "%.1f", v);

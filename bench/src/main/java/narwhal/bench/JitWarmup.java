@@ -15,8 +15,8 @@ final class JitWarmup {
   /** How the warm-up ended: its length, and each JVM's compiler share of its CPU in the last slice. */
   record Result(double seconds, double routerShare, double benchShare, boolean settled) {
     String describe() {
-      return "JIT warm-up: " + Fmt.num(seconds, 0) + " s; in its last slice the compilers used " + Fmt.num(routerShare * 100, 1)
-          + " % of the router's CPU and " + Fmt.num(benchShare * 100, 1) + " % of the bench process's"
+      return "JIT warm-up: " + Fmt.num(seconds, 0) + " s; in its last slice the compilers used " + Fmt.percent(routerShare, 1)
+          + " of the router's CPU and " + Fmt.percent(benchShare, 1) + " of the bench process's"
           + (settled ? "" : " (not settled: the measurement includes compilation)");
     }
   }
@@ -27,19 +27,17 @@ final class JitWarmup {
   /** Runs every work of {@code works} for {@code sliceS} in turn at {@code concurrency}, slice after slice. */
   static Result run(LoadGenerator load, Progress progress, RouterProcess router, int concurrency, double sliceS, double maxS,
                     List<Work> works) {
-    long self = ProcessHandle.current().pid();
     double elapsed = 0;
     while (true) {
-      CpuMeter cpu = new CpuMeter().add("router", router::cpuSeconds).add("router-jit", router::compilerCpuSeconds)
-          .add("bench", ProcessCpu::self).add("bench-jit", () -> ProcessCpu.compilerSeconds(self));
+      CpuMeter cpu = new CpuMeter().router(router).add("bench", ProcessCpu::self).add("bench-jit", ProcessCpu::selfCompiler);
       for (Work work : works) load.closedLoop("warm-up", concurrency, 0, sliceS, 30, work, cpu);
       elapsed += sliceS * works.size();
-      double routerShare = cpu.seconds("router-jit") / cpu.seconds("router");
-      double benchShare = cpu.seconds("bench-jit") / cpu.seconds("bench");
+      double routerShare = cpu.share("router-jit", "router");
+      double benchShare = cpu.share("bench-jit", "bench");
       boolean settled = routerShare <= QUIET_SHARE && benchShare <= QUIET_SHARE;
       if (settled || elapsed >= maxS) return new Result(elapsed, routerShare, benchShare, settled);
-      progress.say("warm-up: " + Fmt.num(elapsed, 0) + " s, compilers still at " + Fmt.num(routerShare * 100, 0)
-          + " % of the router's CPU, " + Fmt.num(benchShare * 100, 0) + " % of the bench's");
+      progress.say("warm-up: " + Fmt.num(elapsed, 0) + " s, compilers still at " + Fmt.percent(routerShare, 0)
+          + " of the router's CPU, " + Fmt.percent(benchShare, 0) + " of the bench's");
     }
   }
 }

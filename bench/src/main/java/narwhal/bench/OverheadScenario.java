@@ -212,7 +212,7 @@ final class OverheadScenario implements Scenario {
 
     /** The part of the router's CPU its JIT compilers used in the measured windows. */
     String jitShare() {
-      return Fmt.num(100 * routerJitS / routerCpuS, 1) + " %";
+      return Fmt.percent(routerJitS / routerCpuS, 1);
     }
 
     /** CPU per completed request of each process: the bench process alone on the direct path | bench + router. */
@@ -233,8 +233,7 @@ final class OverheadScenario implements Scenario {
     RunStats d = new RunStats("direct " + mode + " c=" + c);
     RunStats r = new RunStats("router " + mode + " c=" + c);
     CpuMeter directCpu = new CpuMeter().add("bench", ProcessCpu::self);
-    CpuMeter routedCpu = new CpuMeter().add("bench", ProcessCpu::self).add("router", router::cpuSeconds)
-        .add("router-jit", router::compilerCpuSeconds);
+    CpuMeter routedCpu = new CpuMeter().add("bench", ProcessCpu::self).router(router);
     for (int round = 0; round < rounds; round++) {
       boolean directFirst = round % 2 == 0;
       for (int k = 0; k < 2; k++) {

@@ -16,12 +16,17 @@ public final class ProcessCpu {
 
   public static double seconds(long pid) {
     try {
-      String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / TICKS_PER_SECOND;
+      return statSeconds(Path.of("/proc/" + pid + "/stat"));
     } catch (IOException | RuntimeException e) {
       return -1;
     }
+  }
+
+  /** User + system time of a {@code stat} file of {@code /proc} (a process's or one of its threads'). */
+  private static double statSeconds(Path stat) throws IOException {
+    String text = Files.readString(stat);
+    String[] f = text.substring(text.lastIndexOf(')') + 2).split(" ");
+    return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / TICKS_PER_SECOND;
   }
 
   /** The process and every live descendant. */
@@ -53,9 +58,7 @@ public final class ProcessCpu {
     try {
       String name = Files.readString(task.resolve("comm")).trim();
       if (!name.startsWith("C1 CompilerThre") && !name.startsWith("C2 CompilerThre")) return 0;
-      String stat = Files.readString(task.resolve("stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / TICKS_PER_SECOND;
+      return statSeconds(task.resolve("stat"));
     } catch (IOException | RuntimeException threadGone) {
       return 0;
     }
@@ -63,5 +66,9 @@ public final class ProcessCpu {
 
   public static double self() {
     return seconds(ProcessHandle.current().pid());
+  }
+
+  public static double selfCompiler() {
+    return compilerSeconds(ProcessHandle.current().pid());
   }
 }

@@ -92,8 +92,7 @@ final class RelayScenario implements Scenario {
       RunStats n = new RunStats("nginx c=" + c);
       RunStats r = new RunStats("router c=" + c);
       CpuMeter nCpu = new CpuMeter().add("bench", ProcessCpu::self).add("nginx", nginx::cpuSeconds);
-      CpuMeter rCpu = new CpuMeter().add("bench", ProcessCpu::self).add("router", router::cpuSeconds)
-          .add("router-jit", router::compilerCpuSeconds);
+      CpuMeter rCpu = new CpuMeter().add("bench", ProcessCpu::self).router(router);
       for (int round = 0; round < rounds; round++) {
         boolean nginxFirst = round % 2 == 0;
         for (int k = 0; k < 2; k++) {
@@ -113,7 +112,7 @@ final class RelayScenario implements Scenario {
           Fmt.pct(r.firstToken(), 50), Fmt.num(nPer, 2) + " | " + Fmt.num(rPer, 2), Fmt.ratio(cpuRatio),
           Fmt.num(nCpu.cores("bench"), 2) + "+" + Fmt.num(nCpu.cores("nginx"), 2) + " | "
               + Fmt.num(rCpu.cores("bench"), 2) + "+" + Fmt.num(rCpu.cores("router"), 2),
-          Fmt.num(100 * rCpu.seconds("router-jit") / rCpu.seconds("router"), 1) + " %", n.errors() + "/" + r.errors());
+          Fmt.percent(rCpu.share("router-jit", "router"), 1), n.errors() + "/" + r.errors());
       chart.computeIfAbsent("nginx", k -> new LinkedHashMap<>()).put(String.valueOf(c), n.tokensPerSecond());
       chart.computeIfAbsent("router", k -> new LinkedHashMap<>()).put(String.valueOf(c), r.tokensPerSecond());
       raw.add(new JsonObject().put("streams", c).put("nginx", n.toJson()).put("router", r.toJson())

@@ -32,12 +32,11 @@ import java.util.logging.Logger;
  */
 final class Journal {
   private static final Logger LOG = Logger.getLogger(Journal.class.getName());
-
-  private final Vertx vertx;
-  private final JournalConfig config;
   /** How long a row may wait for the rows that follow it before the writer takes them all. */
   static final long BATCH_MS = 5;
 
+  private final Vertx vertx;
+  private final JournalConfig config;
   private final ScheduledThreadPoolExecutor writer;
   private final ConcurrentLinkedQueue<JsonObject> queued = new ConcurrentLinkedQueue<>();
   /** A drain of {@link #queued} is scheduled and has not started taking rows yet. */

@@ -69,6 +69,7 @@ public final class EngineClient {
     Promise<PrefillResult> result = Promise.promise();
     RequestOptions request = post(call.producerUrl(), call.endpoint(), call.requestId());
     cancel.onComplete(v -> {
+      // cancel completes when every request ends: build no exception (stack trace and all) for a leg that already has
       if (!result.future().isComplete()) result.tryFail(new CancellationException("prefill leg cancelled"));
     });
     long timer = vertx.setTimer(Math.max(1, call.timeoutMs()), t -> result.tryFail(
