@@ -67,14 +67,15 @@ final class AdminHandler {
       msg.fail(Failures.BAD_MESSAGE, name + ": unknown engine " + iid);
       return;
     }
+    boolean force = Boolean.TRUE.equals(args.getValue("force"));
     try {
       switch (command) {
         case STATE -> msg.reply(state.get());
-        case EJECT -> replyAfter(msg, () -> book.eject(iid));
+        case EJECT -> replyAfter(msg, () -> book.eject(iid, force));
         case READMIT -> replyAfter(msg, () -> book.readmit(iid));
-        case QUARANTINE -> quarantine(msg, iid, args.getValue("seconds"));
-        case DRAIN -> replyAfter(msg, () -> book.drain(iid, true));
-        case UNDRAIN -> replyAfter(msg, () -> book.drain(iid, false));
+        case QUARANTINE -> quarantine(msg, iid, args.getValue("seconds"), force);
+        case DRAIN -> replyAfter(msg, () -> book.drain(iid, true, force));
+        case UNDRAIN -> replyAfter(msg, () -> book.drain(iid, false, force));
         case WAVE_RESTART -> waveRestart(msg);
         case RELOAD_CONFIG -> {
           vertx.eventBus().publish(Addresses.CONFIG_RELOAD, new JsonObject());
@@ -86,23 +87,39 @@ final class AdminHandler {
     }
   }
 
-  private void quarantine(Message<JsonObject> msg, String iid, Object seconds) {
-    if (!(seconds instanceof Number n) || n.doubleValue() <= 0) {
+  private void quarantine(Message<JsonObject> msg, String iid, Object seconds, boolean force) {
+    if (!(seconds instanceof Number n)) {
       msg.fail(Failures.BAD_MESSAGE, "quarantine: seconds: " + seconds + " is not valid: expected a number > 0");
       return;
     }
-    replyAfter(msg, () -> book.quarantine(iid, n.doubleValue()));
+    replyAfter(msg, () -> book.quarantine(iid, n.doubleValue(), force));
   }
 
-  /** Applies an admin step and replies with the state once the change is in the shared map. */
+  /**
+   * Applies an admin step and replies with the state once the change is in the shared map; a step the book refuses
+   * (an argument out of range, the last engine of a role without force) is a 400 naming why.
+   */
   private void replyAfter(Message<JsonObject> msg, Supplier<List<BreakerAction>> step) {
-    intake.step(step).onComplete(v -> msg.reply(state.get()));
+    List<BreakerAction> actions;
+    try {
+      actions = step.get();
+    } catch (IllegalArgumentException refused) {
+      msg.fail(Failures.BAD_MESSAGE, refused.getMessage());
+      return;
+    }
+    intake.step(() -> actions).onComplete(v -> msg.reply(state.get()));
   }
 
   private void waveRestart(Message<JsonObject> msg) {
+    if (book.nothingToRestart()) {
+      msg.fail(Failures.BAD_MESSAGE, "wave-restart: nothing to do: engine_restart_policy is individual and no fleet hold is on "
+          + "(engines come back one by one through readmission)");
+      return;
+    }
     probes.validateFleet().onSuccess(failed -> {
       if (!failed.isEmpty()) {
-        msg.fail(Failures.BAD_MESSAGE, "wave-restart: validation failed for " + String.join(", ", failed) + "; the fleet stays held");
+        msg.fail(Failures.BAD_MESSAGE, "wave-restart: validation failed for " + String.join(", ", failed)
+            + (book.fleetHold() ? "; the fleet stays held" : ""));
         return;
       }
       replyAfter(msg, book::waveRestarted);

@@ -34,6 +34,10 @@ import java.util.function.LongSupplier;
 final class BreakerBook {
   private static final Set<FailureClass> HOLDING = EnumSet.of(FailureClass.STREAM, FailureClass.KV_HANDOFF, FailureClass.INFERENCE_STATUS);
   private static final Set<FailureClass> HEALTH_PROBED = EnumSet.of(FailureClass.TIMEOUT, FailureClass.OVERLOAD);
+  /** Doublings of the readmission interval a recurring fault can earn an engine (32 intervals at most). */
+  static final int MAX_BACKOFF = 5;
+  /** The longest admin quarantine (a year): longer ones are refused, not overflowed. */
+  static final double MAX_QUARANTINE_S = 365 * 24 * 3600.0;
 
   private final Map<String, EngineRecord> engines = new LinkedHashMap<>();
   private final LongSupplier clockMs;
@@ -60,16 +64,40 @@ final class BreakerBook {
 
   /**
    * Applies a reloaded engine list and recovery settings; kept engines keep their state and streaks, removed ones
-   * are forgotten, added ones start ejected ("added") so that readmission checks them before any placement.
+   * are forgotten, added ones start ejected ("added") so that readmission checks them before any placement. An added
+   * engine's state carries no version ({@link StateVersion#NONE}): it is this replica's guess, not a decision, so any
+   * state the cluster holds for the engine (a drain, an admin ejection) wins over it. An engine whose {@code url},
+   * {@code role}, {@code attestation_url} or {@code kv_side_channel} changed is another engine under the same iid: it is
+   * ejected ("changed") until its readmission checks pass.
    */
   public List<BreakerAction> reconfigure(List<EngineConfig> list, RecoveryConfig recovery, boolean contractPinned) {
     this.recovery = recovery;
     this.contractPinned = contractPinned;
     List<String> added = list.stream().map(EngineConfig::iid).filter(iid -> !engines.containsKey(iid)).toList();
+    List<String> changed = list.stream().filter(e -> engines.containsKey(e.iid()) && !engines.get(e.iid()).engine.equals(e))
+        .map(EngineConfig::iid).toList();
     setEngines(list);
     List<BreakerAction> actions = new ArrayList<>();
-    added.forEach(iid -> move(engines.get(iid), EngineState.EJECTED, "added", actions));
+    added.forEach(iid -> provisional(engines.get(iid), actions));
+    for (String iid : changed) {
+      EngineRecord r = engines.get(iid);
+      clearStreaks(r, actions);
+      r.probeProducer = null;
+      r.probeDueMs = 0;
+      r.backoff = 0;
+      move(r, EngineState.EJECTED, "changed", actions);
+    }
     return actions;
+  }
+
+  private void provisional(EngineRecord r, List<BreakerAction> actions) {
+    EngineState from = r.state;
+    r.state = EngineState.EJECTED;
+    r.cause = "added";
+    r.changedMs = 0;
+    r.changedBy = "";
+    r.probeDueMs = 0;
+    actions.add(new BreakerAction.StateChange(r.engine.iid(), from, EngineState.EJECTED, "added"));
   }
 
   private void setEngines(List<EngineConfig> list) {
@@ -100,7 +128,8 @@ final class BreakerBook {
     if (r == null) return actions;
     if (o.success()) {
       r.reset(o.phase() == Phase.PREFILL ? FailureClass.KV_HANDOFF : FailureClass.STREAM, actions);
-      for (FailureClass c : List.of(FailureClass.CONNECTION, FailureClass.TIMEOUT, FailureClass.OVERLOAD, FailureClass.INFERENCE_STATUS)) {
+      for (FailureClass c : List.of(FailureClass.CONNECTION, FailureClass.TIMEOUT, FailureClass.OVERLOAD, FailureClass.INFERENCE_STATUS,
+          FailureClass.MODEL)) {
         r.reset(c, actions);
       }
       return actions;
@@ -112,7 +141,7 @@ final class BreakerBook {
     int streak = r.setStreak(o.failureClass(), Math.max(1, clusterStreak), actions);
     if (o.failureClass() == FailureClass.STREAM && o.producerIid() != null) r.probeProducer = o.producerIid();
     if (r.state != EngineState.SERVING) return actions;
-    if (streak >= recovery.ejectAfter()) {
+    if (streak >= recovery.ejectAfter() || o.failureClass() == FailureClass.MODEL) {
       verdict(r, o.failureClass(), actions);
     } else if (o.quarantine() && recovery.failureQuarantineS() > 0 && !lastCover(r)) {
       r.quarantineUntilMs = clockMs.getAsLong() + recovery.failureQuarantineMs();
@@ -122,7 +151,7 @@ final class BreakerBook {
   }
 
   private void verdict(EngineRecord r, FailureClass c, List<BreakerAction> actions) {
-    if (c == FailureClass.CONNECTION) {
+    if (c == FailureClass.CONNECTION || c == FailureClass.MODEL) {
       r.reset(c, actions);
       eject(r, c.wireName(), actions);
     } else if (HEALTH_PROBED.contains(c)) {
@@ -131,8 +160,21 @@ final class BreakerBook {
     } else if (HOLDING.contains(c)) {
       if (lastCover(r)) return;
       move(r, EngineState.HELD, c.wireName(), actions);
-      probe(r, ProbeKind.INFERENCE, r.probeProducer, actions);
+      backOff(r);
     }
+  }
+
+  /**
+   * When a held or ejected engine is probed next: one readmission interval from now, doubled for each time in a row the
+   * engine failed again soon (within two intervals) after it was readmitted, up to {@value #MAX_BACKOFF} doublings; a
+   * systemic fault then shows as held engines, not as engines flapping in and out of service.
+   */
+  private void backOff(EngineRecord r) {
+    long now = clockMs.getAsLong();
+    long interval = recovery.readmitIntervalMs();
+    boolean recurred = r.readmittedMs > 0 && now - r.readmittedMs < 2 * interval;
+    r.backoff = recurred ? Math.min(MAX_BACKOFF, r.backoff + 1) : 0;
+    r.probeDueMs = now + (interval << r.backoff);
   }
 
   /** A probe's result. */
@@ -153,6 +195,7 @@ final class BreakerBook {
           if (fleetHold) return actions;
           clearStreaks(r, actions);
           r.probeProducer = null;
+          r.readmittedMs = clockMs.getAsLong();
           move(r, EngineState.SERVING, kind.wireName() + "_probe", actions);
         } else {
           r.reset(FailureClass.TIMEOUT, actions);
@@ -163,6 +206,7 @@ final class BreakerBook {
         if (r.state != EngineState.EJECTED) {
           eject(r, r.state == EngineState.HELD ? r.cause : r.probeCause != null ? r.probeCause : kind.wireName() + "_probe", actions);
         }
+        if (r.state == EngineState.EJECTED) r.probeDueMs = clockMs.getAsLong() + (recovery.readmitIntervalMs() << r.backoff);
       }
       case INCONCLUSIVE -> { }
     }
@@ -189,32 +233,46 @@ final class BreakerBook {
     return actions;
   }
 
-  /** Ends quarantines whose time has come. */
+  /**
+   * Ends quarantines whose time has come: the engine is ejected ("quarantine_expired") and probed at once by the
+   * readmission checks, so it serves again only once it answers; an engine that died while quarantined stays out.
+   */
   public List<BreakerAction> tick() {
     List<BreakerAction> actions = new ArrayList<>();
     long now = clockMs.getAsLong();
     for (EngineRecord r : engines.values()) {
       if (r.state == EngineState.QUARANTINED && now >= r.quarantineUntilMs) {
         r.quarantineUntilMs = 0;
-        move(r, EngineState.SERVING, "quarantine_expired", actions);
+        r.probeDueMs = 0;
+        move(r, EngineState.EJECTED, "quarantine_expired", actions);
+        readmissionProbe(r, actions);
       }
     }
     return actions;
   }
 
-  /** The probes due at a readmission round: held engines and ejected ones (none alone under the whole-wave policy). */
+  /**
+   * The probes due at a readmission round (none alone under the whole-wave policy): held engines get an inference
+   * probe of what failed; ejected ones, whatever ejected them (an admin, a fault, a reload that added them, a
+   * quarantine's end), the checks preflight makes (health, model, contract, a generation, a transfer with a peer).
+   * Each is probed when its {@linkplain #backOff backoff} allows.
+   */
   public List<BreakerAction> readmissionRound() {
     List<BreakerAction> actions = new ArrayList<>();
     if (fleetHold) return actions;
+    long now = clockMs.getAsLong();
     for (EngineRecord r : engines.values()) {
-      if (r.state == EngineState.HELD) {
-        probe(r, ProbeKind.INFERENCE, r.probeProducer, actions);
-      } else if (r.state == EngineState.EJECTED && !"admin".equals(r.cause)) {
-        boolean needsInference = HOLDING.stream().anyMatch(c -> c.wireName().equals(r.cause));
-        probe(r, contractPinned ? ProbeKind.LIFECYCLE : needsInference ? ProbeKind.INFERENCE : ProbeKind.HEALTH, r.probeProducer, actions);
-      }
+      if ((r.state == EngineState.HELD || r.state == EngineState.EJECTED) && now >= r.probeDueMs) readmissionProbe(r, actions);
     }
     return actions;
+  }
+
+  private void readmissionProbe(EngineRecord r, List<BreakerAction> actions) {
+    if (r.state == EngineState.HELD) {
+      probe(r, ProbeKind.INFERENCE, r.probeProducer, actions);
+    } else if (r.state == EngineState.EJECTED) {
+      probe(r, ProbeKind.LIFECYCLE, r.probeProducer, actions);
+    }
   }
 
   /** Engines a liveness sweep checks now. */
@@ -224,8 +282,21 @@ final class BreakerBook {
 
   // Admin commands (docs/operations.md#admin-commands)
 
+  /**
+   * An operator's ejection: out of placement now, back by readmission (its checks, from one readmission interval on).
+   * Refused when it would leave a role with no serving engine, unless {@code force}.
+   */
+  public List<BreakerAction> eject(String iid, boolean force) {
+    return withRecord(iid, (r, actions) -> {
+      refuseLastCover("eject", r, force);
+      eject(r, "admin", actions);
+      r.backoff = 0;
+      r.probeDueMs = clockMs.getAsLong() + recovery.readmitIntervalMs();
+    });
+  }
+
   public List<BreakerAction> eject(String iid) {
-    return withRecord(iid, (r, actions) -> eject(r, "admin", actions));
+    return eject(iid, true);
   }
 
   public List<BreakerAction> readmit(String iid) {
@@ -236,24 +307,68 @@ final class BreakerBook {
     });
   }
 
-  public List<BreakerAction> quarantine(String iid, double seconds) {
+  /**
+   * An operator's quarantine of {@code seconds} (0 < seconds ≤ a year); a quarantine already running keeps the later
+   * of the two ends. Refused when it would leave a role with no serving engine, unless {@code force}.
+   */
+  public List<BreakerAction> quarantine(String iid, double seconds, boolean force) {
+    if (!(seconds > 0 && seconds <= MAX_QUARANTINE_S)) {
+      throw new IllegalArgumentException("quarantine: seconds: " + seconds + " is not valid: expected a number > 0 and <= "
+          + (long) MAX_QUARANTINE_S + " (a year)");
+    }
     return withRecord(iid, (r, actions) -> {
-      r.quarantineUntilMs = clockMs.getAsLong() + (long) (seconds * 1000);
+      refuseLastCover("quarantine", r, force);
+      long until = clockMs.getAsLong() + (long) (seconds * 1000);
+      r.quarantineUntilMs = r.state == EngineState.QUARANTINED ? Math.max(r.quarantineUntilMs, until) : until;
       move(r, EngineState.QUARANTINED, "admin", actions);
     });
   }
 
-  public List<BreakerAction> drain(String iid, boolean drain) {
+  public List<BreakerAction> quarantine(String iid, double seconds) {
+    return quarantine(iid, seconds, true);
+  }
+
+  /**
+   * {@code drain}: no new legs (refused when it would leave a role with no serving engine, unless {@code force}).
+   * {@code undrain}: the engine goes through the readmission checks at once (it may have been restarted or have died
+   * while drained) and serves again when they pass; refused for an engine that is not draining.
+   */
+  public List<BreakerAction> drain(String iid, boolean drain, boolean force) {
     return withRecord(iid, (r, actions) -> {
-      if (drain) move(r, EngineState.DRAINING, "admin", actions);
-      else if (r.state == EngineState.DRAINING) move(r, EngineState.SERVING, "admin", actions);
+      if (drain) {
+        refuseLastCover("drain", r, force);
+        move(r, EngineState.DRAINING, "admin", actions);
+      } else if (r.state == EngineState.DRAINING) {
+        r.probeDueMs = 0;
+        move(r, EngineState.EJECTED, "undrain", actions);
+        readmissionProbe(r, actions);
+      } else {
+        throw new IllegalArgumentException("undrain: " + iid + " is not draining (it is " + r.state.wireName() + ")");
+      }
     });
   }
 
-  /** The whole fleet passed validation together: every engine serves again and the fleet hold lifts. */
+  public List<BreakerAction> drain(String iid, boolean drain) {
+    return drain(iid, drain, true);
+  }
+
+  private void refuseLastCover(String command, EngineRecord r, boolean force) {
+    if (force || r.state != EngineState.SERVING) return;
+    String role = uncoveredRole(r);
+    if (role != null) {
+      throw new IllegalArgumentException(command + " " + r.engine.iid() + " refused: it is the last serving engine that can take the "
+          + role + " phase, so every request would fail; repeat with --force to do it anyway");
+    }
+  }
+
+  /**
+   * The whole fleet passed validation together: the fleet hold lifts and every ejected or held engine serves again;
+   * drains and quarantines are the operator's and stay.
+   */
   public List<BreakerAction> waveRestarted() {
     List<BreakerAction> actions = new ArrayList<>();
     for (EngineRecord r : engines.values()) {
+      if (r.state == EngineState.DRAINING || r.state == EngineState.QUARANTINED) continue;
       clearStreaks(r, actions);
       r.probeProducer = null;
       move(r, EngineState.SERVING, "wave_restart", actions);
@@ -283,6 +398,8 @@ final class BreakerBook {
     r.cause = event.state() == EngineState.SERVING ? null : event.cause();
     r.quarantineUntilMs = event.state() == EngineState.QUARANTINED ? event.untilMs() : 0;
     if (event.producer() != null) r.probeProducer = event.producer();
+    r.probeDueMs = event.state() == EngineState.EJECTED && "admin".equals(event.cause())
+        ? event.changedMs() + recovery.readmitIntervalMs() : 0;
     if (event.state() == EngineState.SERVING && (from == EngineState.HELD || from == EngineState.EJECTED)) r.probeProducer = null;
     return from == event.state() ? Optional.empty()
         : Optional.of(new BreakerAction.StateChange(event.iid(), from, event.state(), event.cause()));
@@ -389,7 +506,8 @@ final class BreakerBook {
   private void probe(EngineRecord r, ProbeKind kind, String producer, List<BreakerAction> actions) {
     if (r.probing) return;
     r.probing = true;
-    actions.add(new BreakerAction.Probe(r.engine.iid(), kind, producer));
+    actions.add(new BreakerAction.Probe(r.engine.iid(), kind, producer,
+        kind != ProbeKind.HEALTH && FailureClass.STREAM.wireName().equals(r.cause)));
   }
 
   private void setFleetHold(boolean held) {
@@ -420,13 +538,23 @@ final class BreakerBook {
 
   /** Whether taking {@code r} out would leave one of its roles with no serving engine. */
   private boolean lastCover(EngineRecord r) {
+    return uncoveredRole(r) != null;
+  }
+
+  /** The phase ({@code prefill}, {@code decode}) no serving engine would take without {@code r}, or null. */
+  private String uncoveredRole(EngineRecord r) {
     for (Phase phase : Phase.values()) {
       boolean covers = phase == Phase.PREFILL ? r.engine.role().canPrefill() : r.engine.role().canDecode();
       if (!covers) continue;
       boolean other = engines.values().stream().anyMatch(o -> o != r && o.state == EngineState.SERVING
           && (phase == Phase.PREFILL ? o.engine.role().canPrefill() : o.engine.role().canDecode()));
-      if (!other) return true;
+      if (!other) return phase.wireName();
     }
-    return false;
+    return null;
+  }
+
+  /** Whether the fleet hold is off and lifting it needs no wave restart (policy {@code individual}, no hold). */
+  public boolean nothingToRestart() {
+    return !fleetHold && !recovery.wholeWave();
   }
 }

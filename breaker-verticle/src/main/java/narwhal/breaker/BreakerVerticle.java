@@ -75,7 +75,7 @@ public final class BreakerVerticle extends VerticleBase {
         AdminHandler.token(() -> config.get().admin().tokenEnv(), env), this::state);
     intake.probes(probes::run);
     sync.onExpiry(() -> intake.step(book::tick));
-    guard.onClose(sync::fullResync);
+    guard.onClose(sync::resync);
     List<MessageConsumer<?>> consumers = List.of(
         vertx.eventBus().<Object>localConsumer(Addresses.BREAKER_OUTCOME, msg -> intake.outcome(LegOutcome.of(msg.body()))),
         vertx.eventBus().<JsonObject>localConsumer(Addresses.BREAKER_STATE, msg -> msg.reply(state())),

@@ -9,15 +9,14 @@ import narwhal.common.bus.Addresses;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.SharedState;
+import narwhal.common.bus.StateVersion;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.fault.FailureClass;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.LongSupplier;
 import java.util.logging.Logger;
 
@@ -25,9 +24,10 @@ import java.util.logging.Logger;
  * Keeps this replica's {@link BreakerBook} and the cluster's shared state in step (docs/architecture.md#what-lives-in-the-cluster): writes and publishes
  * the states, fleet hold and streaks the book decides; takes over those other replicas decide, from
  * {@link Addresses#FLEET_CHANGED} and {@link Addresses#STREAK_CHANGED} as they happen and from the shared map at start
- * and every resync; ends each quarantine at the instant it carries. While the {@link SharedStateGuard} is not closed,
- * decisions are published on this replica only and queued; when it closes, a full resync takes the newest version of
- * every state and writes and publishes the queued ones that are still the newest.
+ * and every resync; ends each quarantine at the instant it carries. Every write is a compare-and-set on the versions,
+ * so the map only ever moves to a newer state. While the {@link SharedStateGuard} is not closed, decisions are
+ * published on this replica only; each resync (every interval, and when the guard closes) writes every state of this
+ * book newer than the cluster's, so no decision depends on one message or one write getting through.
  */
 final class ClusterSync {
   private static final Logger LOG = Logger.getLogger(ClusterSync.class.getName());
@@ -41,8 +41,6 @@ final class ClusterSync {
   private final SharedStateGuard guard;
   private final String origin;
   private final LongSupplier clockMs;
-  /** Keys (engine iids, the fleet-hold key) decided while the cluster could not be written, in decision order. */
-  private final Set<String> queued = new LinkedHashSet<>();
   private final Map<String, Long> expiryTimers = new HashMap<>();
   private final Map<String, Long> expiryAt = new HashMap<>();
   private Runnable onExpiry = () -> { };
@@ -72,7 +70,7 @@ final class ClusterSync {
 
   void arm(long monitorIntervalMs) {
     vertx.cancelTimer(resyncTimer);
-    resyncTimer = vertx.setPeriodic(Math.max(MIN_RESYNC_MS, monitorIntervalMs), t -> (queued.isEmpty() ? resync() : fullResync())
+    resyncTimer = vertx.setPeriodic(Math.max(MIN_RESYNC_MS, monitorIntervalMs), t -> resync()
         .onFailure(err -> LOG.fine(() -> "could not read the shared state (the next resync retries): " + err.getMessage())));
   }
 
@@ -85,24 +83,52 @@ final class ClusterSync {
   Future<Void> publish(EngineStateEvent event) {
     if (event.state() == narwhal.common.bus.EngineState.QUARANTINED) scheduleExpiry(event.iid());
     boolean everyReplicaDecides = "quarantine_expired".equals(event.cause());
-    return write(event.iid(), () -> shared.putState(event), event.toJson(), everyReplicaDecides);
+    return write(event, everyReplicaDecides);
   }
 
   Future<Void> publish(FleetHoldEvent event) {
-    return write(SharedState.FLEET_HOLD_KEY, () -> shared.putFleetHold(event), event.toJson(), false);
+    if (!guard.closed()) return local(event.toJson());
+    return shared.putFleetHold(event).transform(ar -> {
+      if (ar.failed()) return local(event.toJson());
+      vertx.eventBus().publish(Addresses.FLEET_CHANGED, event.toJson(), CLUSTER);
+      return Future.succeededFuture();
+    });
   }
 
-  private Future<Void> write(String key, java.util.function.Supplier<Future<Void>> put, JsonObject event, boolean localOnly) {
-    if (!guard.closed()) {
-      queued.add(key);
-      vertx.eventBus().publish(Addresses.FLEET_CHANGED, event, LOCAL);
+  /**
+   * Writes a state this book holds unless the cluster holds a newer one, which the book then takes over. While the
+   * guard is not closed, or when the write fails, the state is published on this replica only: the next resync
+   * writes it, as it writes every state of this book newer than the cluster's.
+   */
+  private Future<Void> write(EngineStateEvent event, boolean localOnly) {
+    if (event.version().equals(StateVersion.NONE)) return adopt(event);
+    if (!guard.closed()) return local(event.toJson());
+    return shared.putState(event).transform(ar -> {
+      if (ar.failed()) {
+        LOG.warning("could not write " + event.iid() + " to the shared state (the next resync writes it): " + ar.cause().getMessage());
+        return local(event.toJson());
+      }
+      if (!ar.result().version().equals(event.version())) {
+        applyShared(ar.result().toJson());
+        return Future.succeededFuture();
+      }
+      vertx.eventBus().publish(Addresses.FLEET_CHANGED, event.toJson(), localOnly ? LOCAL : CLUSTER);
       return Future.succeededFuture();
-    }
-    return put.get().recover(err -> {
-      LOG.warning("could not write " + key + " to the shared state (queued for the cluster): " + err.getMessage());
-      queued.add(key);
-      return Future.succeededFuture();
-    }).onComplete(v -> vertx.eventBus().publish(Addresses.FLEET_CHANGED, event, localOnly || queued.contains(key) ? LOCAL : CLUSTER));
+    });
+  }
+
+  /** A state without a version (an engine this replica just learned of): the cluster's state of the engine wins, if it has one. */
+  private Future<Void> adopt(EngineStateEvent provisional) {
+    local(provisional.toJson());
+    return shared.state(provisional.iid()).otherwise((JsonObject) null).map(held -> {
+      if (held != null) applyShared(held);
+      return null;
+    });
+  }
+
+  private Future<Void> local(JsonObject event) {
+    vertx.eventBus().publish(Addresses.FLEET_CHANGED, event, LOCAL);
+    return Future.succeededFuture();
   }
 
   /** A streak the book changed: a reset goes back to zero in the shared counter, and every change is published. */
@@ -141,9 +167,24 @@ final class ClusterSync {
     }
   }
 
-  /** Reads the whole shared state (engine states, fleet hold, streaks) into the book. */
+  /**
+   * Reconciles this book with the cluster (at start, every resync interval and when the guard closes): takes the
+   * newest version of every state and streak from the shared map, then writes, and publishes cluster-wide, every state
+   * of this book newer than the cluster's, so a decision made while this replica was cut off (an open guard, a freeze,
+   * a partition whose side lost the merge) reaches the cluster, and one this replica missed reaches it.
+   */
   Future<Void> resync() {
-    Future<Void> states = shared.states().onSuccess(list -> list.forEach(this::applyShared)).mapEmpty();
+    Future<Integer> states = shared.states().compose(list -> {
+      Map<String, StateVersion> held = new HashMap<>();
+      for (JsonObject json : list) {
+        applyShared(json);
+        FleetHoldEvent hold = FleetHoldEvent.fromJson(json);
+        EngineStateEvent event = hold == null ? EngineStateEvent.fromJson(json) : null;
+        if (hold != null) held.put(SharedState.FLEET_HOLD_KEY, hold.version());
+        if (event != null) held.put(event.iid(), event.version());
+      }
+      return writeNewer(held);
+    });
     List<Future<Integer>> streaks = new ArrayList<>();
     for (EngineConfig engine : book.engines()) {
       for (FailureClass c : FailureClass.values()) {
@@ -153,26 +194,20 @@ final class ClusterSync {
     return Future.join(states, Future.join(streaks)).mapEmpty();
   }
 
-  /**
-   * The guard closed again (or a write failed while it stayed closed): takes the newest version of every state from the
-   * cluster, then writes and publishes what this replica decided meanwhile, as the book now holds it (its own
-   * decision, or a newer one from another replica).
-   */
-  Future<Void> fullResync() {
-    return shared.states().onSuccess(list -> list.forEach(this::applyShared)).compose(read -> {
-      List<String> keys = new ArrayList<>(queued);
-      queued.clear();
-      List<Future<Void>> writes = new ArrayList<>();
-      for (String key : keys) {
-        if (SharedState.FLEET_HOLD_KEY.equals(key)) {
-          writes.add(write(key, () -> shared.putFleetHold(book.fleetHoldEvent()), book.fleetHoldEvent().toJson(), false));
-        } else {
-          book.stateEvent(key).ifPresent(event -> writes.add(write(key, () -> shared.putState(event), event.toJson(), false)));
-        }
-      }
-      LOG.info(() -> "resynced with the shared state; " + keys.size() + " queued decision(s) written");
-      return Future.join(writes).<Void>mapEmpty();
-    });
+  /** Writes the states (and fleet hold) this book holds in a newer version than the cluster's; how many. */
+  private Future<Integer> writeNewer(Map<String, StateVersion> held) {
+    List<Future<Void>> writes = new ArrayList<>();
+    for (EngineConfig engine : book.engines()) {
+      book.stateEvent(engine.iid())
+          .filter(mine -> mine.version().newerThan(held.getOrDefault(mine.iid(), StateVersion.NONE)))
+          .ifPresent(mine -> writes.add(write(mine, false)));
+    }
+    FleetHoldEvent hold = book.fleetHoldEvent();
+    if (hold.version().newerThan(held.getOrDefault(SharedState.FLEET_HOLD_KEY, StateVersion.NONE))) writes.add(publish(hold));
+    if (!writes.isEmpty()) {
+      LOG.info(() -> "resynced with the shared state; " + writes.size() + " decision(s) of this replica newer than the cluster's written");
+    }
+    return Future.join(writes).map(writes.size());
   }
 
   /** Ends the engine's quarantine at the instant it carries (once per quarantine end). */

@@ -27,6 +27,12 @@ final class EngineRecord {
   boolean probing;
   long changedMs;
   String changedBy = "";
+  /** When a readmission round may probe the engine next (breaker clock, epoch ms); 0: at the next round. */
+  long probeDueMs;
+  /** Doublings of the readmission interval earned by faults that recurred soon after readmission. */
+  int backoff;
+  /** When a probe last readmitted the engine, 0 if never. */
+  long readmittedMs;
 
   EngineRecord(EngineConfig engine) {
     this.engine = engine;
@@ -49,7 +55,8 @@ final class EngineRecord {
     streaks.forEach((c, n) -> s.put(c.wireName(), n));
     return new JsonObject().put("iid", engine.iid()).put("state", state.wireName()).put("cause", cause).put("streaks", s)
         .put("quarantine_until_ms", quarantineUntilMs == 0 ? null : quarantineUntilMs).put("probing", probing)
-        .put("last_probe", lastProbe);
+        .put("last_probe", lastProbe).put("next_probe_ms", state == EngineState.HELD || state == EngineState.EJECTED ? probeDueMs : null)
+        .put("backoff", backoff);
   }
 
   EngineStateEvent event() {

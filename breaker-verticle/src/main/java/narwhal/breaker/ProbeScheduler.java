@@ -95,8 +95,9 @@ final class ProbeScheduler {
   private Future<ProbeResult> probe(EngineConfig target, BreakerAction.Probe probe) {
     Future<ProbeResult> outcome = switch (probe.kind()) {
       case HEALTH -> prober.health(target);
-      case INFERENCE -> prober.inference(target, probe.producerIid() == null ? null : engine(probe.producerIid()), this::serving);
-      case LIFECYCLE -> prober.lifecycle(target, this::serving);
+      case INFERENCE -> prober.inference(target, probe.producerIid() == null ? null : engine(probe.producerIid()), this::serving,
+          probe.streamed());
+      case LIFECYCLE -> prober.lifecycle(target, this::serving, probe.streamed());
     };
     return outcome.otherwise(err -> ProbeResult.inconclusive("probe error: " + err.getMessage()));
   }
@@ -123,7 +124,7 @@ final class ProbeScheduler {
   /** Validates every engine of the fleet together (a wave restart); the engines that failed, with why. */
   Future<List<String>> validateFleet() {
     List<EngineConfig> fleet = book.engines();
-    List<Future<ProbeResult>> checks = fleet.stream().map(e -> prober.lifecycle(e, iid -> true)).toList();
+    List<Future<ProbeResult>> checks = fleet.stream().map(e -> prober.lifecycle(e, iid -> true, false)).toList();
     return Future.join(checks).transform(ar -> {
       List<String> failed = new ArrayList<>();
       for (int i = 0; i < checks.size(); i++) {

@@ -42,11 +42,11 @@ final class Prober {
    * Probes {@code target}; {@code producer} is the engine that must make the handoff (the original producer of a
    * failed crossed decode), or null to pick one: the target itself when it can prefill, else a serving producer.
    */
-  Future<ProbeResult> inference(EngineConfig target, EngineConfig producer, Predicate<String> serving) {
+  Future<ProbeResult> inference(EngineConfig target, EngineConfig producer, Predicate<String> serving, boolean streamed) {
     List<EngineConfig> fleet = config.get().engines();
     if (!target.role().canDecode()) {
       EngineConfig consumer = fleet.stream().filter(e -> e.role().canDecode() && serving.test(e.iid())).findFirst().orElse(null);
-      return transfer(target, consumer).map(failure -> {
+      return transfer(target, consumer, streamed).map(failure -> {
         if (failure == null) {
           return ProbeResult.passed("made a valid handoff" + (consumer == null ? "" : " that " + consumer.iid() + " decoded"));
         }
@@ -60,7 +60,7 @@ final class Prober {
     if (p != target && !serving.test(p.iid())) {
       return Future.succeededFuture(ProbeResult.inconclusive("producer " + p.iid() + " is not serving"));
     }
-    return transfer(p, target).map(failure -> {
+    return transfer(p, target, streamed).map(failure -> {
       if (failure == null) return ProbeResult.passed("decoded a handoff from " + p.iid());
       if (!isPrefill(failure)) return ProbeResult.failed("decode of a handoff from " + p.iid() + " failed: " + failure.reason());
       return p == target ? ProbeResult.failed("prefill on " + p.iid() + " failed: " + failure.reason())
@@ -69,25 +69,27 @@ final class Prober {
   }
 
   /**
-   * Lifecycle validation (docs/operations.md#breaker-states): health, model listed, attestation against the contract, a direct generation,
-   * an inference probe (a role-permitted KV transfer), health again.
+   * Lifecycle validation (docs/operations.md#breaker-states), what preflight checks of one engine: health, model listed,
+   * attestation against the contract (when one is pinned), a direct generation, an inference probe (a role-permitted KV
+   * transfer), health again.
    */
-  Future<ProbeResult> lifecycle(EngineConfig target, Predicate<String> serving) {
+  Future<ProbeResult> lifecycle(EngineConfig target, Predicate<String> serving, boolean streamed) {
     return checks.health(target)
         .compose(v -> checks.modelListed(target))
-        .compose(v -> checks.contract(target))
+        .compose(v -> config.get().engineContract() == null ? Future.succeededFuture() : checks.contract(target))
         .compose(v -> checks.generation(target))
-        .map(v -> ProbeResult.passed("attestation matches"))
+        .map(v -> ProbeResult.passed("checks passed"))
         .otherwise(err -> ProbeResult.failed(CheckFailure.describe(err)))
-        .compose(r -> r.passed() ? inference(target, null, serving) : Future.succeededFuture(r))
+        .compose(r -> r.passed() ? inference(target, null, serving, streamed) : Future.succeededFuture(r))
         .compose(r -> !r.passed() ? Future.succeededFuture(r)
             : health(target).map(again -> again.passed() ? ProbeResult.passed("lifecycle validated") : again));
   }
 
   /** The probe's transfer: null when it passed, else the failure of its prefill or decode step. */
-  private Future<CheckFailure> transfer(EngineConfig producer, EngineConfig consumer) {
+  private Future<CheckFailure> transfer(EngineConfig producer, EngineConfig consumer, boolean streamed) {
     NarwhalConfig cfg = config.get();
-    return checks.transfer(producer, consumer, checks.expectations(null), ProbeBounds.inference(cfg), "probe")
+    ProbeBounds bounds = streamed ? ProbeBounds.streamed(cfg) : ProbeBounds.inference(cfg);
+    return checks.transfer(producer, consumer, checks.expectations(null), bounds, "probe")
         .map(v -> (CheckFailure) null)
         .otherwise(err -> err instanceof CheckFailure f ? f : new CheckFailure("prefill", CheckFailure.reasonOf(err)));
   }

@@ -9,6 +9,7 @@ import io.vertx.core.shareddata.SharedData;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.SharedState;
+import narwhal.common.bus.StateVersion;
 import narwhal.common.fault.FailureClass;
 
 import java.util.ArrayList;
@@ -33,6 +34,8 @@ final class SharedBreakerState {
   static final String LIVENESS_MAP = "narwhal.liveness";
   /** How long a replica waits for a lock another replica holds before it skips the probe or check. */
   static final long LOCK_WAIT_MS = 20;
+  /** Compare-and-set tries of one write before it gives up (the next resync writes again). */
+  private static final int CAS_TRIES = 4;
   /** The lock a replica decides under when the shared state cannot be reached: its own book is all there is. */
   private static final Lock LOCAL_ONLY = () -> { };
 
@@ -47,13 +50,41 @@ final class SharedBreakerState {
     this.guard = guard;
   }
 
-  Future<Void> putState(EngineStateEvent event) {
-    return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(m -> m.put(event.iid(), event.toJson().encode())));
+  /**
+   * Writes an engine's state unless the map holds a newer version (a compare-and-set, so two replicas writing at once
+   * keep the newer one); the version the map holds afterwards, ours or the newer one found.
+   */
+  Future<EngineStateEvent> putState(EngineStateEvent event) {
+    return putIfNewer(event.iid(), event.toJson(), event.version(), CAS_TRIES)
+        .map(held -> held == null ? event : EngineStateEvent.fromJson(held));
   }
 
   Future<Void> putFleetHold(FleetHoldEvent event) {
-    return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP)
-        .compose(m -> m.put(SharedState.FLEET_HOLD_KEY, event.toJson().encode())));
+    return putIfNewer(SharedState.FLEET_HOLD_KEY, event.toJson(), event.version(), CAS_TRIES).mapEmpty();
+  }
+
+  /** Null when {@code json} is what the map holds now, else the newer entry the map keeps. */
+  private Future<JsonObject> putIfNewer(String key, JsonObject json, StateVersion version, int tries) {
+    String text = json.encode();
+    return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(m -> m.get(key).compose(current -> {
+      if (current == null) return m.putIfAbsent(key, text).map(raced -> raced == null ? CasStep.WRITTEN : CasStep.RACED);
+      JsonObject held = new JsonObject(current);
+      if (!version.newerThan(versionOf(held))) return Future.succeededFuture(held.encode().equals(text) ? CasStep.WRITTEN : new CasStep(held));
+      return m.replaceIfPresent(key, current, text).map(done -> done ? CasStep.WRITTEN : CasStep.RACED);
+    }))).compose(step -> step != CasStep.RACED ? Future.succeededFuture(step.newer())
+        : tries > 1 ? putIfNewer(key, json, version, tries - 1)
+        : Future.failedFuture("lost " + CAS_TRIES + " write races for " + key));
+  }
+
+  private static StateVersion versionOf(JsonObject json) {
+    Number changed = json.getValue("changed_ms") instanceof Number n ? n : 0;
+    return new StateVersion(changed.longValue(), json.getValue("origin") instanceof String o ? o : "");
+  }
+
+  /** One try of a compare-and-set: written, lost a race (try again), or found a newer entry. */
+  private record CasStep(JsonObject newer) {
+    static final CasStep WRITTEN = new CasStep(null);
+    static final CasStep RACED = new CasStep(new JsonObject());
   }
 
   /** Every entry of the state map, parsed: engine states and the fleet hold. */

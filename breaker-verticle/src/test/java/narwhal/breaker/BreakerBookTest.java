@@ -3,6 +3,7 @@ package narwhal.breaker;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.EngineState;
 import narwhal.common.bus.EngineStateEvent;
+import narwhal.common.bus.StateVersion;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.LegOutcome;
 import narwhal.common.config.EngineConfig;
@@ -15,7 +16,9 @@ import org.junit.jupiter.api.Test;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -106,27 +109,54 @@ class BreakerBookTest {
     decided(b.record(new LegOutcome("D0", Phase.DECODE, false, FailureClass.STREAM, "decode_read_timeout", "P1", true)));
     decided(b.record(failure("D0", Phase.DECODE, FailureClass.STREAM)));
     List<BreakerAction> actions = decided(b.record(new LegOutcome("D0", Phase.DECODE, false, FailureClass.STREAM, "first_token_timeout", "P1", true)));
-    assertEquals(new BreakerAction.StateChange("D0", EngineState.SERVING, EngineState.HELD, "stream"), actions.get(0));
-    assertEquals(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, "P1"), actions.get(1), "the probe's handoff comes from the original producer");
-
+    assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.SERVING, EngineState.HELD, "stream")), actions,
+        "held, and probed at the readmission cadence, not at once");
+    assertTrue(decided(b.readmissionRound()).isEmpty(), "not before one readmission interval");
+    now.addAndGet(10_000);
+    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, "P1", true)), decided(b.readmissionRound()),
+        "a streamed probe, whose handoff comes from the original producer");
     assertTrue(decided(b.readmissionRound()).isEmpty(), "one probe per engine at a time");
     assertTrue(decided(b.probeResult("D0", ProbeKind.INFERENCE, ProbeOutcome.INCONCLUSIVE)).isEmpty());
     assertEquals(EngineState.HELD, b.state("D0").orElseThrow(), "inconclusive keeps it held");
-    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, "P1")), decided(b.readmissionRound()),
-        "probed again at the normal cadence");
+    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, "P1", true)), decided(b.readmissionRound()),
+        "probed again at the next round");
     List<BreakerAction> passed = decided(b.probeResult("D0", ProbeKind.INFERENCE, ProbeOutcome.PASSED));
     assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.HELD, EngineState.SERVING, "inference_probe")), passed);
     assertEquals(0, b.streak("D0", FailureClass.STREAM));
   }
 
   @Test
-  void failedInferenceProbeEjectsAndEjectedStreamEnginesNeedAnotherInferenceProbe() {
+  void failedInferenceProbeEjectsAndEjectedStreamEnginesNeedTheFullChecksWithAStream() {
     BreakerBook b = book("{\"eject_after\": 1}");
     decided(b.record(failure("D0", Phase.DECODE, FailureClass.STREAM)));
     List<BreakerAction> failed = decided(b.probeResult("D0", ProbeKind.INFERENCE, ProbeOutcome.FAILED));
     assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.HELD, EngineState.EJECTED, "stream")), failed);
-    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, null)), decided(b.readmissionRound()),
+    assertTrue(decided(b.readmissionRound()).isEmpty(), "a failed probe waits one readmission interval");
+    now.addAndGet(10_000);
+    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.LIFECYCLE, null, true)), decided(b.readmissionRound()),
         "a health check is not enough for an engine ejected for stream failures");
+  }
+
+  @Test
+  void aFaultRecurringRightAfterReadmissionDoublesTheHold() {
+    BreakerBook b = book("{\"eject_after\": 1}");
+    long[] waits = new long[4];
+    for (int round = 0; round < waits.length; round++) {
+      decided(b.record(failure("D0", Phase.DECODE, FailureClass.STREAM)));
+      assertEquals(EngineState.HELD, b.state("D0").orElseThrow());
+      long heldAt = now.get();
+      while (decided(b.readmissionRound()).isEmpty()) now.addAndGet(1_000);
+      waits[round] = now.get() - heldAt;
+      decided(b.probeResult("D0", ProbeKind.INFERENCE, ProbeOutcome.PASSED));
+      assertEquals(EngineState.SERVING, b.state("D0").orElseThrow());
+      now.addAndGet(1_000);
+    }
+    assertArrayEquals(new long[] {10_000, 20_000, 40_000, 80_000}, waits, "each recurrence right after readmission doubles the wait");
+    now.addAndGet(60_000);
+    decided(b.record(failure("D0", Phase.DECODE, FailureClass.STREAM)));
+    long heldAt = now.get();
+    while (decided(b.readmissionRound()).isEmpty()) now.addAndGet(1_000);
+    assertEquals(10_000, now.get() - heldAt, "a fault long after readmission starts over");
   }
 
   @Test
@@ -165,7 +195,10 @@ class BreakerBookTest {
     now.addAndGet(29_999);
     assertTrue(decided(b.tick()).isEmpty());
     now.addAndGet(1);
-    assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.QUARANTINED, EngineState.SERVING, "quarantine_expired")), decided(b.tick()));
+    assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.QUARANTINED, EngineState.EJECTED, "quarantine_expired"),
+        new BreakerAction.Probe("D0", ProbeKind.LIFECYCLE, null)), decided(b.tick()), "its end goes through the readmission checks at once");
+    decided(b.probeResult("D0", ProbeKind.LIFECYCLE, ProbeOutcome.PASSED));
+    assertEquals(EngineState.SERVING, b.state("D0").orElseThrow());
     assertTrue(decided(b.record(new LegOutcome("D1", Phase.DECODE, false, FailureClass.CONNECTION, "connect_error", null, false))).isEmpty(),
         "faults that do not quarantine do not");
   }
@@ -187,13 +220,13 @@ class BreakerBookTest {
   }
 
   @Test
-  void ejectedEnginesAreHealthProbedAtReadmissionWithoutAContractAndValidatedWithOne() {
+  void ejectedEnginesGetThePreflightChecksAtReadmissionWithOrWithoutAContract() {
     BreakerBook dev = book("{}");
     dev.liveness("P0", false);
     dev.liveness("P0", false);
-    assertEquals(List.of(new BreakerAction.Probe("P0", ProbeKind.HEALTH, null)), dev.readmissionRound());
-    assertEquals(List.of(new BreakerAction.StateChange("P0", EngineState.EJECTED, EngineState.SERVING, "health_probe")),
-        dev.probeResult("P0", ProbeKind.HEALTH, ProbeOutcome.PASSED));
+    assertEquals(List.of(new BreakerAction.Probe("P0", ProbeKind.LIFECYCLE, null)), dev.readmissionRound());
+    assertEquals(List.of(new BreakerAction.StateChange("P0", EngineState.EJECTED, EngineState.SERVING, "lifecycle_probe")),
+        dev.probeResult("P0", ProbeKind.LIFECYCLE, ProbeOutcome.PASSED));
 
     BreakerBook pinned = new BreakerBook(FLEET, recovery("{}"), true, now::get);
     pinned.liveness("P0", false);
@@ -202,18 +235,81 @@ class BreakerBookTest {
   }
 
   @Test
-  void adminEjectionsWaitForAnAdminReadmission() {
+  void adminEjectionsComeBackByReadmissionFromOneIntervalOnOrByReadmit() {
     BreakerBook b = book("{}");
-    decided(b.eject("D0"));
-    assertTrue(decided(b.readmissionRound()).isEmpty());
+    decided(b.eject("D0", false));
+    assertTrue(decided(b.readmissionRound()).isEmpty(), "out for at least one readmission interval");
+    now.addAndGet(10_000);
+    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.LIFECYCLE, null)), decided(b.readmissionRound()));
+    assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.EJECTED, EngineState.SERVING, "lifecycle_probe")),
+        decided(b.probeResult("D0", ProbeKind.LIFECYCLE, ProbeOutcome.PASSED)));
+    decided(b.eject("D0", false));
     assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.EJECTED, EngineState.SERVING, "admin")), decided(b.readmit("D0")));
-    decided(b.drain("D1", true));
+  }
+
+  @Test
+  void undrainGoesThroughTheReadmissionChecksAndOnlyForADrainingEngine() {
+    BreakerBook b = book("{}");
+    decided(b.drain("D1", true, false));
     assertEquals(EngineState.DRAINING, b.state("D1").orElseThrow());
-    decided(b.drain("D1", false));
-    assertEquals(EngineState.SERVING, b.state("D1").orElseThrow());
-    decided(b.quarantine("P0", 5));
-    now.addAndGet(5_000);
-    assertEquals(EngineState.SERVING, ((BreakerAction.StateChange) decided(b.tick()).get(0)).to());
+    assertEquals(List.of(new BreakerAction.StateChange("D1", EngineState.DRAINING, EngineState.EJECTED, "undrain"),
+        new BreakerAction.Probe("D1", ProbeKind.LIFECYCLE, null)), decided(b.drain("D1", false, false)));
+    assertEquals(List.of(new BreakerAction.StateChange("D1", EngineState.EJECTED, EngineState.SERVING, "lifecycle_probe")),
+        decided(b.probeResult("D1", ProbeKind.LIFECYCLE, ProbeOutcome.PASSED)));
+    IllegalArgumentException notDraining = assertThrows(IllegalArgumentException.class, () -> b.drain("D1", false, false));
+    assertEquals("undrain: D1 is not draining (it is serving)", notDraining.getMessage());
+  }
+
+  @Test
+  void adminCommandsRefuseToTakeTheLastEngineOfARoleUnlessForced() {
+    BreakerBook b = book("{}");
+    decided(b.eject("D0", false));
+    for (String command : List.of("eject", "quarantine", "drain")) {
+      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> {
+        switch (command) {
+          case "eject" -> b.eject("D1", false);
+          case "quarantine" -> b.quarantine("D1", 30, false);
+          default -> b.drain("D1", true, false);
+        }
+      });
+      assertEquals(command + " D1 refused: it is the last serving engine that can take the decode phase, so every request would fail;"
+          + " repeat with --force to do it anyway", refused.getMessage());
+      assertEquals(EngineState.SERVING, b.state("D1").orElseThrow(), command + " changed nothing");
+    }
+    decided(b.quarantine("D1", 30, true));
+    assertEquals(EngineState.QUARANTINED, b.state("D1").orElseThrow(), "--force does it");
+  }
+
+  @Test
+  void quarantinesKeepTheLaterEndAndRefuseEndsBeyondAYear() {
+    BreakerBook b = book("{}");
+    decided(b.quarantine("P0", 600, false));
+    long longEnd = b.quarantineUntil("P0");
+    decided(b.quarantine("P0", 5, false));
+    assertEquals(longEnd, b.quarantineUntil("P0"), "a shorter quarantine does not cut a longer one short");
+    assertThrows(IllegalArgumentException.class, () -> b.quarantine("P1", 1e18, false));
+    assertThrows(IllegalArgumentException.class, () -> b.quarantine("P1", 0, false));
+    assertEquals(EngineState.SERVING, b.state("P1").orElseThrow());
+  }
+
+  @Test
+  void anEngineAddedByReloadIsAGuessThatAnyClusterStateOfItOverrules() {
+    BreakerBook b = book("{}");
+    List<EngineConfig> more = new java.util.ArrayList<>(FLEET);
+    more.add(engine("D2", Role.DECODE));
+    decided(b.reconfigure(more, recovery("{}"), false));
+    assertEquals(EngineState.EJECTED, b.state("D2").orElseThrow());
+    assertEquals(new StateVersion(0, ""), b.stateEvent("D2").orElseThrow().version(), "no version: not a decision");
+    EngineStateEvent drained = new EngineStateEvent("D2", EngineState.DRAINING, "admin", 0, null, 5, "breaker-other");
+    assertTrue(b.applyRemote(drained).isPresent());
+    assertEquals(EngineState.DRAINING, b.state("D2").orElseThrow(), "even an old drain by another replica wins");
+  }
+
+  @Test
+  void anEngineAnsweringThatItLacksTheModelIsEjectedAtOnce() {
+    BreakerBook b = book("{\"eject_after\": 3}");
+    assertEquals(new BreakerAction.StateChange("D0", EngineState.SERVING, EngineState.EJECTED, "model"),
+        decided(b.record(failure("D0", Phase.DECODE, FailureClass.MODEL))).get(0));
   }
 
   @Test
@@ -279,8 +375,11 @@ class BreakerBookTest {
     assertTrue(decided(a.tick()).isEmpty());
     assertTrue(decided(b.tick()).isEmpty());
     now.addAndGet(1);
-    assertEquals(EngineState.SERVING, ((BreakerAction.StateChange) decided(a.tick()).get(0)).to());
-    assertEquals(EngineState.SERVING, ((BreakerAction.StateChange) decided(b.tick()).get(0)).to(), "both replicas end it at the same instant");
+    assertEquals(EngineState.EJECTED, ((BreakerAction.StateChange) decided(a.tick()).get(0)).to());
+    assertEquals(EngineState.EJECTED, ((BreakerAction.StateChange) decided(b.tick()).get(0)).to(), "both replicas end it at the same instant");
+    decided(a.probeResult("D0", ProbeKind.LIFECYCLE, ProbeOutcome.PASSED));
+    b.applyRemote(a.stateEvent("D0").orElseThrow());
+    assertEquals(EngineState.SERVING, b.state("D0").orElseThrow(), "the replica whose checks passed readmits it for both");
 
     decided(a.record(new LegOutcome("D1", Phase.DECODE, false, FailureClass.STREAM, "first_token_timeout", "P1", true), 3));
     EngineStateEvent held = a.stateEvent("D1").orElseThrow();
@@ -288,7 +387,7 @@ class BreakerBookTest {
     assertEquals("P1", held.producer());
     b.applyRemote(held);
     assertEquals(EngineState.HELD, b.state("D1").orElseThrow());
-    assertEquals(List.of(new BreakerAction.Probe("D1", ProbeKind.INFERENCE, "P1")), decided(b.readmissionRound()),
+    assertEquals(List.of(new BreakerAction.Probe("D1", ProbeKind.INFERENCE, "P1", true)), decided(b.readmissionRound()),
         "another replica probes a held engine with the original producer");
   }
 
@@ -347,11 +446,12 @@ class BreakerBookTest {
   @Test
   void aProbeSkippedForAnotherReplicasLockIsAskedForAgainAndOnlyWhileItIsNeeded() {
     BreakerBook b = replica("b", "{\"eject_after\": 1}");
-    List<BreakerAction> actions = decided(b.record(failure("D0", Phase.DECODE, FailureClass.STREAM), 1));
-    assertEquals(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, null), actions.get(1));
+    decided(b.record(failure("D0", Phase.DECODE, FailureClass.STREAM), 1));
+    now.addAndGet(10_000);
+    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, null, true)), decided(b.readmissionRound()));
     assertTrue(decided(b.readmissionRound()).isEmpty(), "the probe is in flight");
     b.probeSkipped("D0");
-    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, null)), decided(b.readmissionRound()),
+    assertEquals(List.of(new BreakerAction.Probe("D0", ProbeKind.INFERENCE, null, true)), decided(b.readmissionRound()),
         "skipped: asked for again at the next round");
     assertTrue(b.needsProbe("D0", ProbeKind.INFERENCE));
     b.applyRemote(new EngineStateEvent("D0", EngineState.SERVING, "inference_probe", 0, null, now.get() + 1, "a"));

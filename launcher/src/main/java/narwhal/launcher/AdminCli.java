@@ -33,15 +33,19 @@ import java.util.logging.Logger;
  * {@code narwhal admin}: joins the cluster named by the fleet file as a Hazelcast lite member (no partitions, no
  * state), sends one admin message ({@code {"command", "args"}}, header {@code token} from the environment variable
  * named by {@code admin.token_env}) to {@code narwhal.admin}, prints the reply, leaves (docs/operations.md#admin-commands).
- * Exit status: 0 done, 1 refused by the cluster (the failure code and message are printed: 401 for a missing or wrong
- * token), 2 could not ask (bad arguments, unreadable fleet file, no replica answering).
+ * It reads only the fleet file's {@code cluster} and {@code admin} sections, so it works while the rest is invalid.
+ * Exit status: 0 done, 1 refused (bad arguments, or by the cluster: the failure code and message are printed, 401 for
+ * a missing or wrong token), 2 could not ask (unreadable fleet file, no replica answering).
  */
 @Command(name = "admin", mixinStandardHelpOptions = true,
     description = "Send one admin command to the router cluster and print the reply.",
-    footer = {"", "Commands: state, eject IID, readmit IID, quarantine IID --seconds S, drain IID, undrain IID, "
-        + "wave-restart, reload-config.", "Exit status: 0 done, 1 refused (e.g. 401 wrong token), 2 could not ask."})
+    footer = {"", "Commands: state, eject IID [--force], readmit IID, quarantine IID --seconds S [--force], drain IID [--force], "
+        + "undrain IID, wave-restart, reload-config.",
+        "Exit status: 0 done, 1 refused (bad arguments, or e.g. 401 wrong token), 2 could not ask."})
 final class AdminCli implements Callable<Integer> {
   static final List<String> COMMANDS = AdminCommand.wireNames();
+  /** The longest quarantine the breaker takes (a year). */
+  static final double MAX_QUARANTINE_S = 365 * 24 * 3600.0;
   /** Kept so the quieter levels set for the command line are not collected away. */
   private static final List<Logger> QUIETED = new ArrayList<>();
 
@@ -57,6 +61,9 @@ final class AdminCli implements Callable<Integer> {
 
   @Mixin
   FleetFile fleetFile = new FleetFile();
+
+  @Option(names = "--force", description = "eject, quarantine or drain even the last serving engine of a phase")
+  boolean force;
 
   @Option(names = "--json", description = "print the reply as JSON")
   boolean json;
@@ -81,10 +88,15 @@ final class AdminCli implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     JsonObject args;
-    NarwhalConfig config;
+    NarwhalConfig.AdminView config;
     try {
       args = args();
-      config = fleetFile.load();
+    } catch (CommandFailure e) {
+      err.println("narwhal admin: " + e.getMessage());
+      return 1;
+    }
+    try {
+      config = fleetFile.loadAdminView();
     } catch (CommandFailure e) {
       err.println("narwhal admin: " + e.getMessage());
       return 2;
@@ -103,6 +115,8 @@ final class AdminCli implements Callable<Integer> {
       JsonObject reply = await(send(vertx, command, args, token, (long) (timeoutS * 1000)));
       if (json) {
         out.println(reply.encodePrettily());
+      } else if (reply.containsKey("reload")) {
+        out.println(command + ": " + reply.getString("reload"));
       } else {
         if (!"state".equals(command)) out.println(command + (iid == null ? "" : " " + iid) + ": done");
         out.print(table(reply));
@@ -130,9 +144,15 @@ final class AdminCli implements Callable<Integer> {
     } else if (iid != null) {
       throw new CommandFailure(command + " takes no engine (got " + iid + ")");
     }
+    if (force) {
+      if (parsed != AdminCommand.EJECT && parsed != AdminCommand.QUARANTINE && parsed != AdminCommand.DRAIN) {
+        throw new CommandFailure("--force applies to eject, quarantine and drain only");
+      }
+      args.put("force", true);
+    }
     if (parsed == AdminCommand.QUARANTINE) {
-      if (seconds == null || !(seconds > 0) || seconds.isInfinite()) {
-        throw new CommandFailure("quarantine needs --seconds S with S > 0");
+      if (seconds == null || !(seconds > 0) || seconds > MAX_QUARANTINE_S) {
+        throw new CommandFailure("quarantine needs --seconds S with 0 < S <= " + (long) MAX_QUARANTINE_S + " (a year)");
       }
       args.put("seconds", seconds);
     } else if (seconds != null) {
@@ -141,7 +161,7 @@ final class AdminCli implements Callable<Integer> {
     return args;
   }
 
-  private int refused(ReplyException e, NarwhalConfig config, String token, PrintWriter out, PrintWriter err) {
+  private int refused(ReplyException e, NarwhalConfig.AdminView config, String token, PrintWriter out, PrintWriter err) {
     if (e.failureType() == ReplyFailure.RECIPIENT_FAILURE) {
       if (json) {
         out.println(new JsonObject().put("error", new JsonObject().put("code", e.failureCode()).put("message", e.getMessage()))

@@ -42,6 +42,17 @@ final class FleetFile {
     return overrides;
   }
 
+  /** The fleet file's {@code cluster} and {@code admin} sections with the overrides applied, validated alone. */
+  NarwhalConfig.AdminView loadAdminView() {
+    try {
+      return overrides().parseAdminView(Files.readString(fleet));
+    } catch (IOException e) {
+      throw new CommandFailure("cannot read fleet file " + fleet + ": " + e.getMessage());
+    } catch (ConfigException e) {
+      throw new CommandFailure("fleet file " + fleet + " refused: " + e.getMessage());
+    }
+  }
+
   /** The fleet file with the overrides applied, validated; warns (stderr) of NARWHAL_* variables that set nothing. */
   NarwhalConfig load() {
     NarwhalConfig config;

@@ -47,6 +47,10 @@ class AdminCliTest {
   }
 
   private static Run admin(UnaryOperator<String> env, String... args) {
+    return admin(fleetFile, env, args);
+  }
+
+  private static Run admin(Path fleet, UnaryOperator<String> env, String... args) {
     AdminCli command = new AdminCli();
     command.env = env;
     StringWriter out = new StringWriter();
@@ -55,7 +59,7 @@ class AdminCliTest {
     String[] all = new String[args.length + 2];
     System.arraycopy(args, 0, all, 0, args.length);
     all[args.length] = "--fleet";
-    all[args.length + 1] = fleetFile.toString();
+    all[args.length + 1] = fleet.toString();
     int exit = cli.execute(all);
     return new Run(exit, out.toString(), err.toString());
   }
@@ -91,15 +95,44 @@ class AdminCliTest {
   }
 
   @Test
-  void argumentsAreCheckedBeforeJoining() {
+  void argumentsAreCheckedBeforeJoiningAndBadOnesExitOne() {
     Run noIid = admin(ClusterHarness.ENV, "eject");
-    assertEquals(2, noIid.exit());
+    assertEquals(1, noIid.exit());
     assertEquals("narwhal admin: eject needs the engine's iid, e.g. narwhal admin eject D0", noIid.err().strip());
     Run noSeconds = admin(ClusterHarness.ENV, "quarantine", "D1");
-    assertEquals(2, noSeconds.exit());
-    assertEquals("narwhal admin: quarantine needs --seconds S with S > 0", noSeconds.err().strip());
+    assertEquals(1, noSeconds.exit());
+    assertEquals("narwhal admin: quarantine needs --seconds S with 0 < S <= 31536000 (a year)", noSeconds.err().strip());
+    Run forever = admin(ClusterHarness.ENV, "quarantine", "D1", "--seconds", "1e18");
+    assertEquals(1, forever.exit(), "no overflow to year -292274998");
     Run unknown = admin(ClusterHarness.ENV, "explode");
-    assertEquals(2, unknown.exit());
+    assertEquals(1, unknown.exit());
     assertTrue(unknown.err().contains("\"explode\" is not a command"), unknown.err());
+    Run forceState = admin(ClusterHarness.ENV, "state", "--force");
+    assertEquals(1, forceState.exit());
+    assertEquals("narwhal admin: --force applies to eject, quarantine and drain only", forceState.err().strip());
+  }
+
+  @Test
+  void theLastDecodeEngineNeedsForceAndTheCommandWorksWhileTheRestOfTheFleetFileIsInvalid() throws Exception {
+    Path broken = Files.createTempFile("narwhal-admin-broken", ".json");
+    Files.writeString(broken, h.fleetJson().put("serving", new JsonObject().put("max_attempts", "five")).encodePrettily());
+    Run state = admin(broken, ClusterHarness.ENV, "state");
+    assertEquals(0, state.exit(), "only cluster.* and admin.* matter to the admin command: " + state.err());
+
+    assertEquals(0, admin(ClusterHarness.ENV, "eject", "D0").exit());
+    Run last = admin(ClusterHarness.ENV, "eject", "D1");
+    assertEquals(1, last.exit(), last.out());
+    assertEquals("narwhal admin: refused (400): eject D1 refused: it is the last serving engine that can take the decode phase,"
+        + " so every request would fail; repeat with --force to do it anyway", last.err().strip());
+    assertTrue(admin(ClusterHarness.ENV, "state").out().lines().anyMatch(l -> l.startsWith("D1") && l.contains("serving")),
+        "the refused command changed nothing");
+    Run forced = admin(ClusterHarness.ENV, "drain", "D1", "--force");
+    assertEquals(0, forced.exit(), forced.err());
+    h.awaitTrue("both replicas refuse D1", 10_000, () -> ClusterHarness.all(h.replicas, node -> h.refuses(node, "D1", Phase.DECODE)));
+
+    assertEquals(0, admin(ClusterHarness.ENV, "readmit", "D0").exit());
+    assertEquals(0, admin(ClusterHarness.ENV, "readmit", "D1").exit());
+    h.awaitTrue("both replicas place on D1 again", 10_000,
+        () -> ClusterHarness.all(h.replicas, node -> h.refuses(node, "D1", Phase.DECODE).map(refused -> !refused)));
   }
 }

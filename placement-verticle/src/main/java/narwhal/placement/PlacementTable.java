@@ -106,10 +106,14 @@ final class PlacementTable {
   /** Whether some serving engine could take each phase now. */
   public synchronized Optional<String> unplaceablePhase() {
     for (Phase phase : Phase.values()) {
-      boolean covered = slots.values().stream().anyMatch(s -> s.state == EngineState.SERVING && permits(s.engine.role(), phase));
-      if (!covered) return Optional.of(phase.wireName());
+      if (!covers(phase)) return Optional.of(phase.wireName());
     }
     return Optional.empty();
+  }
+
+  /** Whether some serving engine could take {@code phase} now. */
+  public synchronized boolean covers(Phase phase) {
+    return slots.values().stream().anyMatch(s -> s.state == EngineState.SERVING && permits(s.engine.role(), phase));
   }
 
   public synchronized List<EngineView> view() {

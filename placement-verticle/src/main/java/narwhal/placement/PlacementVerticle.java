@@ -21,6 +21,7 @@ import narwhal.common.bus.SharedState;
 import narwhal.common.bus.StateVersion;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.common.fault.Phase;
 
 import java.util.HashMap;
 import java.util.HashSet;
@@ -37,7 +38,8 @@ import java.util.Set;
  * In: {@link Addresses#PLACEMENT_RESERVE}, {@link Addresses#PLACEMENT_RELEASE}, {@link Addresses#PLACEMENT_STATE},
  * {@link Addresses#FLEET_CHANGED}. A stopping replica's refusals and readiness are the router's ({@code Admission}):
  * placement keeps placing the legs of the requests in flight until the router is gone. Routers on this node reserve
- * and release through {@link LocalPlacement} (the same table and decision, no bus round trip).
+ * and release through {@link LocalPlacement} (the same table and decision, no bus round trip). A prefill is refused
+ * when no engine could decode it: its KV would be pinned on the producer for nothing.
  */
 public final class PlacementVerticle extends VerticleBase {
   static final long DEFAULT_RESYNC_MS = 1_000;
@@ -95,6 +97,9 @@ public final class PlacementVerticle extends VerticleBase {
     @Override
     public Future<Reservation> reserve(ReserveRequest request) {
       if (fleetHold) return refused(Failures.FLEET_HOLD, FLEET_HOLD);
+      if (request.phase() == Phase.PREFILL && !table.covers(Phase.DECODE)) {
+        return refused(Failures.NO_ENGINE, "NO_ENGINE: no engine can take the decode phase");
+      }
       return table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid())
           .map(Future::succeededFuture)
           .orElseGet(() -> refused(Failures.NO_ENGINE, noEngine(request)));

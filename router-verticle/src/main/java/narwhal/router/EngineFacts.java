@@ -18,6 +18,16 @@ public final class EngineFacts {
     byIid.put(iid, facts);
   }
 
+  /** Records what an engine attested. */
+  public void learn(String iid, narwhal.engines.checks.EngineAttestation attested) {
+    put(iid, new Facts(attested.kvLeaseS(), attested.sideChannel(), attested.connector()));
+  }
+
+  /** Forgets an engine's facts (it was re-pointed or removed): until learned again, configuration stands. */
+  public void forget(String iid) {
+    byIid.remove(iid);
+  }
+
   public Facts get(String iid) {
     return byIid.getOrDefault(iid, new Facts(null, null, null));
   }

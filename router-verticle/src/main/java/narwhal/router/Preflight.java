@@ -90,7 +90,7 @@ public final class Preflight {
                 return Future.succeededFuture();
               }
               EngineAttestation attested = ar.result();
-              facts.put(engine.iid(), new EngineFacts.Facts(attested.kvLeaseS(), attested.sideChannel(), attested.connector()));
+              facts.learn(engine.iid(), attested);
               String mismatch = attested.mismatch(cfg.engineContract());
               record.accept(new PreflightReport.Check(engine.iid(), "contract", mismatch == null,
                   mismatch == null ? (pinned ? "matches" : "no contract pinned") : mismatch));

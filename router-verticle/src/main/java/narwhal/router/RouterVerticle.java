@@ -40,6 +40,7 @@ public final class RouterVerticle extends VerticleBase {
   private final UnaryOperator<String> env;
   private final Admission admission = new Admission();
   private Shared shared;
+  private FactsRelearner relearner;
   private volatile RouterInstance first;
 
   /** @param portOverride the port to listen on instead of {@code server.port}; -1 to use the configured one, 0 for any */
@@ -79,6 +80,7 @@ public final class RouterVerticle extends VerticleBase {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
+      relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> metrics.configReload(false));
       int port = portOverride >= 0 ? portOverride : cfg.server().port();
@@ -104,12 +106,14 @@ public final class RouterVerticle extends VerticleBase {
   }
 
   private Future<Void> closeJournal() {
-    return shared == null ? Future.succeededFuture() : shared.journal().close();
+    Future<Void> checks = relearner == null ? Future.succeededFuture() : relearner.close();
+    return checks.eventually(() -> shared == null ? Future.succeededFuture() : shared.journal().close());
   }
 
   /** A reloaded fleet file: timeouts and limits are read per request; the retry pool and engine series follow here. */
   private void reconfigured() {
     NarwhalConfig cfg = config.get();
+    relearner.reloaded(cfg.engines());
     shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     shared.metrics().track(cfg.engines());
     shared.metrics().configReload(true);

@@ -51,8 +51,8 @@ class AdminAndPlacementTest {
 
       h.admin("undrain", new JsonObject().put("iid", "P0"));
       h.admin("readmit", new JsonObject().put("iid", "D0"));
-      assertEquals("serving", engineState(h, "P0"));
-      assertEquals("serving", engineState(h, "D0"));
+      assertEquals("serving", engineState(h, "D0"), "readmit is immediate");
+      ContractReadmissionTest.awaitState(h, "P0", "serving", () -> { });
       assertTrue(h.journalEvents().stream().anyMatch(e -> "engine_state".equals(e.getString("event"))
           && "D0".equals(e.getString("iid")) && "ejected".equals(e.getString("to")) && "admin".equals(e.getString("cause"))));
     }

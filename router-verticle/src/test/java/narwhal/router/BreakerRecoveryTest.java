@@ -70,7 +70,7 @@ class BreakerRecoveryTest {
       JsonObject readmitted = changes.poll(30, TimeUnit.SECONDS);
       assertNotNull(readmitted);
       assertEquals("serving", readmitted.getString("state"));
-      assertEquals("inference_probe", readmitted.getString("cause"));
+      assertEquals("lifecycle_probe", readmitted.getString("cause"), "an ejected engine comes back through the preflight checks");
       assertTrue(h.engine("D0").requests().stream().anyMatch(r -> r.getString("request_id").startsWith("probe-")),
           "readmission followed a probe that decoded on D0");
 
@@ -82,7 +82,7 @@ class BreakerRecoveryTest {
       assertTrue(state.contains("\"streaks\""), state);
       String metrics = h.get("/metrics").body();
       assertTrue(metrics.contains("narwhal_engine_ejections_total{cause=\"stream\",iid=\"D0\"}"), metrics);
-      assertTrue(metrics.contains("narwhal_engine_readmissions_total{evidence=\"inference_probe\",iid=\"D0\"}"));
+      assertTrue(metrics.contains("narwhal_engine_readmissions_total{evidence=\"lifecycle_probe\",iid=\"D0\"}"));
     }
   }
 
@@ -101,7 +101,7 @@ class BreakerRecoveryTest {
         RouterHarness.await(io.vertx.core.Future.<Void>future(p -> h.vertx.setTimer(10, t -> p.complete())));
       }
       RouterHarness.await(h.engine("P0").stopListening());
-      h.admin("undrain", new JsonObject().put("iid", "D1"));
+      h.admin("readmit", new JsonObject().put("iid", "D1"));
       assertEquals(504, RouterHarness.await(failing).status());
 
       ContractReadmissionTest.awaitState(h, "D0", "held", () -> { });

@@ -77,11 +77,11 @@ class KeyedEnginesTest {
       JsonObject readmitted = changes.poll(30, TimeUnit.SECONDS);
       assertNotNull(readmitted);
       assertEquals("serving", readmitted.getString("state"));
-      assertEquals("inference_probe", readmitted.getString("cause"));
+      assertEquals("lifecycle_probe", readmitted.getString("cause"), "an ejected engine comes back through the preflight checks");
       assertTrue(h.engine("D0").requests().stream().anyMatch(r -> r.getString("request_id").startsWith("probe-")),
           "readmission followed a probe that decoded on D0");
       String metrics = h.get("/metrics").body();
-      assertTrue(metrics.contains("narwhal_engine_readmissions_total{evidence=\"inference_probe\",iid=\"D0\"}"), metrics);
+      assertTrue(metrics.contains("narwhal_engine_readmissions_total{evidence=\"lifecycle_probe\",iid=\"D0\"}"), metrics);
 
       assertNothingRefused(h);
       SimEngine p0 = h.engine("P0");

@@ -50,16 +50,18 @@ class PlacementOutcomesTest {
   }
 
   @Test
-  void noDecodeEngineIs503BeforeDispatchOrAfter() throws Exception {
+  void noEngineForEitherPhaseIs503BeforeAnyDispatch() throws Exception {
     try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"))) {
       h.vertx.eventBus().publish(narwhal.common.bus.Addresses.FLEET_CHANGED,
           new EngineStateEvent("D0", EngineState.EJECTED, "admin", 0, null, System.currentTimeMillis(), "test").toJson());
       h.placementSettled();
-      RouterHarness.Reply afterDispatch = h.post("/v1/completions", DisaggregatedExecutionTest.completion(false));
-      assertEquals(503, afterDispatch.status(), afterDispatch.body());
-      assertEquals("1", afterDispatch.retryAfter());
-      assertEquals("backend_unavailable", afterDispatch.error().getString("type"));
-      assertEquals("Engine capacity is unavailable", afterDispatch.error().getString("message"));
+      h.resetEngines();
+      RouterHarness.Reply noDecode = h.post("/v1/completions", DisaggregatedExecutionTest.completion(false));
+      assertEquals(503, noDecode.status(), noDecode.body());
+      assertEquals("1", noDecode.retryAfter());
+      assertEquals("no_schedulable_engines", noDecode.error().getString("type"), "refused before the prefill, not after it");
+      assertEquals("Engine capacity is unavailable", noDecode.error().getString("message"));
+      assertEquals(0, h.engine("P0").requests().size(), "no prefill pinned KV for a request nobody could decode");
       assertEquals(503, h.get("/ready").status());
 
       h.vertx.eventBus().publish(narwhal.common.bus.Addresses.FLEET_CHANGED,
@@ -69,6 +71,7 @@ class PlacementOutcomesTest {
       assertEquals(503, beforeDispatch.status());
       assertEquals("no_schedulable_engines", beforeDispatch.error().getString("type"));
       assertEquals(0, h.reservations());
+      assertEquals("rejected", h.journalRows(2).get(0).getString("terminal"));
       assertEquals("rejected", h.journalRows(2).get(1).getString("terminal"));
     }
   }

@@ -52,8 +52,8 @@ final class RouterHarness implements AutoCloseable {
   final Path journal;
   final HttpClientAgent http = vertx.createHttpClient();
   private final io.vertx.core.Context context = vertx.getOrCreateContext();
-  /** The breaker's clock: tests move it to end quarantines. */
-  final java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong(1_000_000);
+  /** How far the breaker's clock runs ahead of the wall clock: tests move it to end quarantines and readmission waits. */
+  final java.util.concurrent.atomic.AtomicLong clockAhead = new java.util.concurrent.atomic.AtomicLong();
   NarwhalConfig config;
   RouterVerticle router;
   /** The strict preflight the harness passed before deploying the router. */
@@ -97,7 +97,8 @@ final class RouterHarness implements AutoCloseable {
     if (!h.preflight.passed()) throw new IllegalStateException(h.preflight.table());
     h.engines.values().forEach(SimEngine::clearRequests);
     await(h.vertx.deployVerticle(new PlacementVerticle(h.config.engines())));
-    await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry, h.clock::get, environment)));
+    await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry,
+        () -> System.currentTimeMillis() + h.clockAhead.get(), environment)));
     h.router = new RouterVerticle(() -> h.config, facts, h.registry, 0, () -> List.of("local"), environment);
     await(h.vertx.deployVerticle(h.router));
     return h;

@@ -121,6 +121,22 @@ public final class ConfigOverrides {
     }
   }
 
+  /**
+   * The {@code cluster} and {@code admin} sections of a fleet file's text with the overrides applied, validated
+   * alone: all the admin command line needs, so it works while another section of the file is invalid.
+   */
+  public NarwhalConfig.AdminView parseAdminView(String fileText) {
+    Object value = JsonText.decode(fileText);
+    if (!(value instanceof JsonObject)) {
+      throw ConfigException.malformed("expected an object at the top level");
+    }
+    try {
+      return NarwhalConfig.adminView(applyTo((JsonObject) value));
+    } catch (ConfigException e) {
+      throw attributed(e);
+    }
+  }
+
   /** A copy of {@code file} with every override put in place (sections created where the file has none). */
   public JsonObject applyTo(JsonObject file) {
     JsonObject merged = file.copy();

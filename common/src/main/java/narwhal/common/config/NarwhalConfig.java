@@ -88,6 +88,19 @@ public record NarwhalConfig(
         SimConfig.read(r.section("sim", SimConfig.KEYS)));
   }
 
+  /** The sections the admin command line reads (docs/operations.md#admin-commands). */
+  public record AdminView(ClusterConfig cluster, AdminConfig admin) {
+  }
+
+  /** Reads and validates {@code cluster} and {@code admin} alone, whatever the rest of the file holds. */
+  public static AdminView adminView(JsonObject json) {
+    JsonObject cluster = json.getValue("cluster") instanceof JsonObject c ? c : new JsonObject();
+    JsonObject admin = json.getValue("admin") instanceof JsonObject a ? a : new JsonObject();
+    SectionReader r = SectionReader.of(new JsonObject().put("cluster", cluster).put("admin", admin), "", KEYS);
+    return new AdminView(ClusterConfig.read(r.section("cluster", ClusterConfig.KEYS)),
+        AdminConfig.read(r.section("admin", AdminConfig.KEYS)));
+  }
+
   /** The engines' key must never open the router to clients: the two keys cannot come from one variable. */
   private static void clientKeysAreNotTheEngineKey(ServerConfig server, EngineSettings engine) {
     for (String env : List.of(server.apiKeyEnv(), server.opsTokenEnv())) {

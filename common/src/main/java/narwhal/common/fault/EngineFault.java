@@ -30,6 +30,9 @@ public final class EngineFault extends RuntimeException {
    * (or say the status when the engine gave no message: a detail is never empty).
    */
   public static EngineFault ofStatus(Phase phase, int status, String engineMessage) {
+    if (status == 404 && modelMissing(engineMessage)) {
+      return new EngineFault(FaultKind.ENGINE_MODEL_MISSING, phase, "engine answered HTTP 404: " + engineMessage);
+    }
     FaultKind kind = FaultKind.ofEngineStatus(status);
     int clientStatus = kind == FaultKind.ENGINE_REJECTED ? status : kind.defaultStatus();
     boolean silent = engineMessage == null || engineMessage.isBlank();
@@ -37,6 +40,14 @@ public final class EngineFault extends RuntimeException {
         ? engineMessage
         : "engine answered HTTP " + status + (silent ? "" : ": " + engineMessage);
     return new EngineFault(kind, phase, clientStatus, detail, kind == FaultKind.ENGINE_REJECTED ? "invalid_request_error" : null);
+  }
+
+  /**
+   * vLLM's answer for a model it does not serve: 404 "The model `NAME` does not exist." (the router only sends the
+   * fleet's model, so this is the engine's fault).
+   */
+  private static boolean modelMissing(String message) {
+    return message != null && message.startsWith("The model `") && message.endsWith("` does not exist.");
   }
 
   /** An {@code {"error": …}} object inside a 200 stream: its own status when it is an HTTP error status. */

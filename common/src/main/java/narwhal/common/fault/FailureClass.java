@@ -5,7 +5,9 @@ package narwhal.common.fault;
  * class decides the verdict when the streak reaches {@code recovery.eject_after}.
  */
 public enum FailureClass {
-  CONNECTION, TIMEOUT, OVERLOAD, INFERENCE_STATUS, KV_HANDOFF, STREAM, LIVENESS;
+  CONNECTION, TIMEOUT, OVERLOAD, INFERENCE_STATUS, KV_HANDOFF, STREAM, LIVENESS,
+  /** The engine answered that it does not serve the fleet's model: ejected at the first answer, back only once it lists the model. */
+  MODEL;
 
   private static final FailureClass[] ALL = values();
   private final String wire = name().toLowerCase(java.util.Locale.ROOT);

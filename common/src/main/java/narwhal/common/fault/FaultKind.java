@@ -18,6 +18,8 @@ public enum FaultKind {
   ENGINE_ERROR_STATUS(502, true, FailureClass.INFERENCE_STATUS, true, "engine_error_status"),
   ENGINE_OTHER_STATUS(502, false, FailureClass.INFERENCE_STATUS, true, "engine_error_status"),
   ENGINE_REJECTED(400, false, null, false, "engine_rejected"),
+  /** A 404 saying the model does not exist, for the model the fleet serves: the engine's fault, not the client's. */
+  ENGINE_MODEL_MISSING(502, true, FailureClass.MODEL, false, "engine_model_missing"),
   BAD_RESPONSE(502, false, FailureClass.INFERENCE_STATUS, true, "bad_response"),
   RESPONSE_TOO_LARGE(502, false, FailureClass.INFERENCE_STATUS, true, "response_too_large"),
   INVALID_DESCRIPTOR(502, false, FailureClass.KV_HANDOFF, true, "invalid_descriptor"),

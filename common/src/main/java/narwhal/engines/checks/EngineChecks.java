@@ -116,7 +116,7 @@ public final class EngineChecks {
                                ProbeBounds bounds, String purpose) {
     NarwhalConfig cfg = config.get();
     String rid = purpose + "-" + UUID.randomUUID();
-    JsonObject body = new JsonObject().put("prompt", "narwhal " + purpose + " " + rid).put("max_tokens", 1);
+    JsonObject body = new JsonObject().put("prompt", "narwhal " + purpose + " " + rid).put("max_tokens", bounds.tokens());
     long readMs = bounds.readMs() > 0 ? bounds.readMs() : bounds.firstTokenMs();
     return onContext(() -> legs.prefill(new PrefillCall(producer.url(), "/v1/completions", body, cfg.model(), rid + "-prefill",
             bounds.prefillMs(), expected))

@@ -1,0 +1,73 @@
+package narwhal.launcher;
+
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * A replica frozen (SIGSTOP, as a long GC pause or a stalled VM does) past Hazelcast's heartbeat limit is expelled and
+ * forms a cluster of its own; an admin ejection made meanwhile through the other replica must reach it after it thaws
+ * (the two clusters merge and the version rule settles the engine), not leave it serving the engine for good. Two real
+ * router processes, real simulated engines, the admin command line as an operator runs it.
+ */
+@Timeout(240)
+class FrozenReplicaTest {
+  /** Past {@code hazelcast.max.no.heartbeat.seconds} (15 in conf/cluster.xml): the frozen replica is expelled. */
+  private static final long FREEZE_MS = 20_000;
+
+  @Test
+  void anEjectionMadeWhileAReplicaWasFrozenReachesItAfterItThaws() throws Exception {
+    ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000))
+        .put("serving", new JsonObject().put("drain_delay_s", 0)), (iid, o) -> { });
+    JsonObject fleet = h.fleetJson();
+    fleet.getJsonObject("cluster").put("members", new io.vertx.core.json.JsonArray()
+        .add("127.0.0.1:" + h.basePort).add("127.0.0.1:" + (h.basePort + 1)));
+    fleet.put("journal", new JsonObject().put("path", "-"));
+    Path file = ReplicaProcess.writeFleet(fleet);
+    try (ReplicaProcess a = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + h.basePort);
+         ReplicaProcess b = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + (h.basePort + 1))) {
+      assertEquals("serving", b.engineState("D1"));
+      b.signal("STOP");
+      Thread.sleep(FREEZE_MS);
+      int exit = admin(file, "eject", "D1");
+      assertEquals(0, exit, "the admin command went through the replica that was not frozen");
+      assertEquals("ejected", a.engineState("D1"));
+      b.signal("CONT");
+      awaitState(b, "D1", "ejected", () -> "the thawed replica: " + b.state());
+      assertEquals("ejected", a.engineState("D1"), "and the other replica kept it");
+      assertEquals("closed", b.state().getString("shared_state"));
+    } finally {
+      h.close();
+    }
+  }
+
+  private static int admin(Path fleet, String... args) {
+    AdminCli command = new AdminCli();
+    command.env = ClusterHarness.ENV;
+    StringWriter out = new StringWriter();
+    String[] all = java.util.stream.Stream.concat(java.util.Arrays.stream(args), java.util.stream.Stream.of("--fleet", fleet.toString(),
+        "--timeout", "60")).toArray(String[]::new);
+    return new CommandLine(command).setOut(new PrintWriter(out, true)).setErr(new PrintWriter(out, true)).execute(all);
+  }
+
+  /** Polls the replica until the engine is in {@code state} (up to a minute: the split clusters merge within seconds). */
+  private static void awaitState(ReplicaProcess replica, String iid, String state, Supplier<String> why) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() < deadline) {
+      if (state.equals(replica.engineState(iid))) return;
+      Thread.sleep(200);
+    }
+    throw new AssertionError(iid + " never became " + state + " on " + why.get());
+  }
+}

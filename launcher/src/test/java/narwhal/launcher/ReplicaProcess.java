@@ -1,0 +1,133 @@
+package narwhal.launcher;
+
+import io.vertx.core.json.JsonObject;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One router replica as its own JVM, started as an operator starts it ({@code narwhal serve --fleet FILE --cluster}) from
+ * the test's classpath, so tests can freeze it (SIGSTOP), thaw it and kill it for real. Ready once it prints the port
+ * it serves on; its output until then is the failure message when it does not.
+ */
+final class ReplicaProcess implements AutoCloseable {
+  private static final Pattern SERVING = Pattern.compile("narwhal serving .* on port (\\d+)");
+  private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+  private final Process process;
+  private final int port;
+
+  private ReplicaProcess(Process process, int port) {
+    this.process = process;
+    this.port = port;
+  }
+
+  /** Starts {@code serve} for {@code fleet} with {@code --set} overrides; waits (up to 3 minutes) until it serves. */
+  static ReplicaProcess start(Path fleet, String token, String... sets) throws IOException {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Xmx256m", "-cp", classpath(), NarwhalCommand.class.getName(), "serve", "--fleet", fleet.toString(), "--cluster"));
+    for (String set : sets) command.addAll(List.of("--set", set));
+    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+    builder.environment().put("NARWHAL_ADMIN_TOKEN", token);
+    Process process = builder.start();
+    CompletableFuture<Integer> port = new CompletableFuture<>();
+    List<String> output = new ArrayList<>();
+    Thread reader = new Thread(() -> {
+      try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        for (String line; (line = in.readLine()) != null; ) {
+          synchronized (output) {
+            output.add(line);
+          }
+          Matcher m = SERVING.matcher(line);
+          if (m.find()) port.complete(Integer.parseInt(m.group(1)));
+        }
+      } catch (IOException ignored) {
+        // the process ended
+      }
+      port.completeExceptionally(new IllegalStateException("the replica ended before it served"));
+    }, "replica-output");
+    reader.setDaemon(true);
+    reader.start();
+    try {
+      return new ReplicaProcess(process, port.get(3, TimeUnit.MINUTES));
+    } catch (Exception e) {
+      process.destroyForcibly();
+      synchronized (output) {
+        throw new IllegalStateException("replica did not start: " + e + "\n" + String.join("\n", output), e);
+      }
+    }
+  }
+
+  /** The test JVM's classpath as entries a child JVM takes (surefire may hand a manifest-only jar: its Class-Path). */
+  private static String classpath() throws IOException {
+    String cp = System.getProperty("surefire.test.class.path");
+    return cp != null && !cp.isBlank() ? cp : System.getProperty("java.class.path");
+  }
+
+  long pid() {
+    return process.pid();
+  }
+
+  void signal(String name) throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("kill", "-" + name, String.valueOf(process.pid())).inheritIO().start();
+    if (kill.waitFor() != 0) throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
+  }
+
+  /** {@code GET /narwhal/state}, or null when the replica does not answer within 2 s. */
+  JsonObject state() {
+    try {
+      HttpResponse<String> resp = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/narwhal/state"))
+          .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
+      return resp.statusCode() == 200 ? new JsonObject(resp.body()) : null;
+    } catch (IOException e) {
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+  }
+
+  /** The engine's state in this replica's {@code /narwhal/state}, or null when it does not answer. */
+  String engineState(String iid) {
+    JsonObject state = state();
+    if (state == null) return null;
+    return state.getJsonArray("engines").stream().map(JsonObject.class::cast).filter(e -> iid.equals(e.getString("iid")))
+        .findFirst().map(e -> e.getString("state")).orElse(null);
+  }
+
+  static Path writeFleet(JsonObject fleet) throws IOException {
+    Path file = Files.createTempFile("narwhal-process-fleet", ".json");
+    Files.writeString(file, fleet.encodePrettily());
+    return file;
+  }
+
+  @Override
+  public void close() {
+    try {
+      signal("CONT");
+    } catch (Exception ignored) {
+      // not frozen, or already gone
+    }
+    process.destroyForcibly();
+    try {
+      process.waitFor(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,60 @@
+package narwhal.router;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import narwhal.common.config.EngineConfig;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.engines.checks.CheckFailure;
+import narwhal.engines.checks.EngineChecks;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
+import java.util.logging.Logger;
+
+/**
+ * Keeps {@link EngineFacts} true across hot reloads: an engine that a reload adds, or whose {@code url}, {@code role},
+ * {@code attestation_url} or {@code kv_side_channel} it changes (an engine moved to another host under the same iid),
+ * is a new engine: its old facts are forgotten at once and its attestation is read again, so a handoff from it is
+ * checked against what the engine now attests, not against the engine it replaced. (The breaker keeps such an engine
+ * out until its readmission checks pass.)
+ */
+final class FactsRelearner {
+  private static final Logger LOG = Logger.getLogger(FactsRelearner.class.getName());
+
+  private final EngineFacts facts;
+  private final EngineChecks checks;
+  private Map<String, EngineConfig> known = new HashMap<>();
+
+  FactsRelearner(Vertx vertx, Supplier<NarwhalConfig> config, EngineFacts facts, UnaryOperator<String> env) {
+    this.facts = facts;
+    this.checks = new EngineChecks(vertx, config, env);
+    remember(config.get().engines());
+  }
+
+  /** The reloaded engine list: forgets and re-reads the facts of every added or changed engine. */
+  void reloaded(List<EngineConfig> engines) {
+    for (EngineConfig engine : engines) {
+      if (engine.equals(known.get(engine.iid()))) continue;
+      facts.forget(engine.iid());
+      checks.attestation(engine)
+          .onSuccess(attested -> facts.learn(engine.iid(), attested))
+          .onFailure(err -> LOG.info(() -> "engine " + engine.iid() + ": no attestation after the reload ("
+              + CheckFailure.reasonOf(err) + "); its configured facts stand"));
+    }
+    known.keySet().stream().filter(iid -> engines.stream().noneMatch(e -> e.iid().equals(iid))).toList().forEach(facts::forget);
+    remember(engines);
+  }
+
+  private void remember(List<EngineConfig> engines) {
+    Map<String, EngineConfig> next = new HashMap<>();
+    engines.forEach(e -> next.put(e.iid(), e));
+    known = next;
+  }
+
+  Future<Void> close() {
+    return checks.close();
+  }
+}
