@@ -159,4 +159,38 @@ class ClusterStateTest {
       assertEquals(1.0, counted, "one probe counted across the replicas");
     }
   }
+
+  @Test
+  void anEngineAddedToOneMoreReplicasFleetFileKeepsTheDrainTheClusterHolds() throws Exception {
+    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode", "D2:decode"), recovery(quiet()
+        .put("readmit_every", 2)), (iid, o) -> { })) {
+      NarwhalNode full = h.addReplica();
+      io.vertx.core.json.JsonObject without = h.config().toJson();
+      io.vertx.core.json.JsonArray engines = new io.vertx.core.json.JsonArray();
+      without.getJsonArray("engines").stream().map(JsonObject.class::cast).filter(e -> !"D2".equals(e.getString("iid"))).forEach(engines::add);
+      without.put("engines", engines);
+      java.nio.file.Path file = java.nio.file.Files.createTempFile("narwhal-replica-fleet", ".json");
+      java.nio.file.Files.writeString(file, without.encodePrettily());
+      NarwhalNode partial = ClusterHarness.await(NarwhalNode.start(narwhal.common.config.NarwhalConfig.fromJson(without),
+          NarwhalNode.PreflightMode.STRICT, line -> { }, ClusterHarness.ENV, UnaryOperator.identity()));
+      h.replicas.add(partial);
+      ClusterHarness.await(partial.watch(file));
+
+      h.admin(full, "drain", new JsonObject().put("iid", "D2"));
+      java.nio.file.Files.writeString(file, h.config().toJson().encodePrettily());
+      h.awaitTrue("the reloaded replica knows D2", 10_000,
+          () -> h.breaker(partial).map(s -> s.getJsonArray("engines").stream().map(JsonObject.class::cast)
+              .anyMatch(e -> "D2".equals(e.getString("iid")))));
+      h.awaitTrue("it adopted the cluster's drain", 10_000,
+          () -> h.breaker(partial).map(s -> "draining".equals(ClusterHarness.engineIn(s, "D2").getString("state"))));
+      for (int round = 0; round < 10; round++) {
+        for (NarwhalNode node : List.of(full, partial)) {
+          assertEquals("draining", ClusterHarness.engineIn(ClusterHarness.await(h.breaker(node)), "D2").getString("state"),
+              "the reload never undid the drain");
+          assertTrue(ClusterHarness.await(h.refuses(node, "D2", Phase.DECODE)), "no replica places on the drained engine");
+        }
+        ClusterHarness.await(Future.<Void>future(p -> full.vertx().setTimer(300, t -> p.complete())));
+      }
+    }
+  }
 }
