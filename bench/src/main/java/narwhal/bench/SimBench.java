@@ -36,10 +36,14 @@ public final class SimBench implements EngineFleet {
     }
   }
 
-  /** A zero-latency engine of this name and role with room for any load. */
+  /**
+   * A zero-latency engine of this name and role with room for any load: no batch limit either, so that thousands
+   * of open streams all run. A scenario shapes it further with the options' setters (latency profile, prefix
+   * cache, batch limits); {@link SimProcess} passes them on to its own JVM as JSON.
+   */
   public static SimEngineOptions engine(String name, String role) {
     return new SimEngineOptions().setName(name).setRole(role).setPort(0).setSideChannelPort(0).setTotalBlocks(BLOCKS)
-        .setRequestLogLimit(1);
+        .setMaxNumSeqs(Integer.MAX_VALUE).setRequestLogLimit(1);
   }
 
   public SimEngine engine(String name) {

@@ -19,8 +19,18 @@ final class EngineStats {
   final AtomicLong running = new AtomicLong();
   final AtomicLong waiting = new AtomicLong();
   final AtomicLong unauthorized = new AtomicLong();
+  final AtomicLong prefixQueries = new AtomicLong();
+  final AtomicLong prefixHits = new AtomicLong();
+  final Histogram ttft = new Histogram(Histogram.TTFT_BUCKETS);
+  final Histogram e2e = new Histogram(Histogram.REQUEST_LATENCY_BUCKETS);
 
-  JsonObject toJson(int handoffsHeld, int blocksInUse, int totalBlocks) {
+  /** Prefix cache hits over queries, in tokens (vLLM's hit rate); 0 before any query. */
+  double hitRate() {
+    long queries = prefixQueries.get();
+    return queries == 0 ? 0 : (double) prefixHits.get() / queries;
+  }
+
+  JsonObject toJson(int handoffsHeld, int blocksInUse, int totalBlocks, int blocksCached, long steps) {
     return new JsonObject()
       .put("requests", requests.get())
       .put("running", running.get())
@@ -36,6 +46,11 @@ final class EngineStats {
       .put("generation_tokens", generationTokens.get())
       .put("blocks_in_use", blocksInUse)
       .put("total_blocks", totalBlocks)
-      .put("unauthorized", unauthorized.get());
+      .put("unauthorized", unauthorized.get())
+      .put("blocks_cached", blocksCached)
+      .put("prefix_cache_queries", prefixQueries.get())
+      .put("prefix_cache_hits", prefixHits.get())
+      .put("prefix_cache_hit_rate", hitRate())
+      .put("engine_steps", steps);
   }
 }

@@ -9,7 +9,8 @@ import java.util.Map;
 /**
  * KV blocks a producer keeps for a decode engine to pull, keyed by {@code remote_request_id},
  * each under a lease measured on the engine's clock (vLLM's {@code kv_lease_duration}). A pull
- * frees them; an expired lease frees them and counts an expired request. Thread-safe.
+ * frees them; an expired lease frees them and counts an expired request. Either way the prompt blocks join the
+ * producer's prefix cache as they are released. Thread-safe.
  */
 final class HandoffStore {
 
@@ -30,11 +31,14 @@ final class HandoffStore {
     this.leaseSeconds = leaseSeconds;
   }
 
-  /** Holds these blocks for {@code remoteRequestId}; {@code expireNow} models an instantly lapsed lease. */
-  synchronized void hold(String remoteRequestId, int[] blocks, boolean expireNow) {
+  /**
+   * Holds these blocks for {@code remoteRequestId}, {@code hashes} being the prefix-cache keys of its full prompt
+   * blocks (registered on release); {@code expireNow} models an instantly lapsed lease.
+   */
+  synchronized void hold(String remoteRequestId, int[] blocks, long[] hashes, boolean expireNow) {
     Instant now = clock.instant();
     Instant expiry = expireNow ? now : leaseSeconds == 0 ? null : now.plusSeconds(leaseSeconds);
-    held.put(remoteRequestId, new Handoff(blocks, expiry));
+    held.put(remoteRequestId, new Handoff(blocks, hashes, expiry));
     stats.handoffsCreated.incrementAndGet();
     if (expireNow) {
       sweep();
@@ -51,7 +55,7 @@ final class HandoffStore {
     if (handoff == null) {
       return PullResult.UNKNOWN;
     }
-    pool.free(handoff.blocks);
+    release(handoff);
     stats.handoffsFreed.incrementAndGet();
     return PullResult.PULLED;
   }
@@ -64,12 +68,19 @@ final class HandoffStore {
       Handoff handoff = it.next();
       if (handoff.expiry != null && !now.isBefore(handoff.expiry)) {
         it.remove();
-        pool.free(handoff.blocks);
+        release(handoff);
         stats.handoffsExpired.incrementAndGet();
         expired++;
       }
     }
     return expired;
+  }
+
+  private void release(Handoff handoff) {
+    for (int i = 0; i < handoff.hashes.length && i < handoff.blocks.length; i++) {
+      pool.register(handoff.blocks[i], handoff.hashes[i]);
+    }
+    pool.free(handoff.blocks);
   }
 
   synchronized int held() {
@@ -79,10 +90,12 @@ final class HandoffStore {
 
   private static final class Handoff {
     final int[] blocks;
+    final long[] hashes;
     final Instant expiry;
 
-    Handoff(int[] blocks, Instant expiry) {
+    Handoff(int[] blocks, long[] hashes, Instant expiry) {
       this.blocks = blocks;
+      this.hashes = hashes;
       this.expiry = expiry;
     }
   }

@@ -12,12 +12,13 @@ import java.util.HashSet;
 import java.util.Set;
 
 /**
- * The life of one inference request on a simulated engine: admission against the KV block pool,
- * the KV pull of a decode leg, prefill queueing and time to first token, token emission
- * (streamed or assembled), the fault it carries, and the release of its blocks — as a prefill's
- * handoff, or freed — exactly once, however it ends (including the client going away).
+ * The life of one inference request on a simulated engine: admission against the KV block pool (sharing its
+ * cached prompt prefix), the KV pull of a decode leg, its place in the engine's continuous batch (prefill of the
+ * uncached prompt, then one token per step), token emission (streamed or assembled), the fault it carries, and the
+ * release of its blocks and batch slot — as a prefill's handoff, or freed — exactly once, however it ends
+ * (including the client going away).
  */
-final class InferenceRun {
+final class InferenceRun implements BatchScheduler.Listener {
 
   private enum State { NEW, WAITING, RUNNING, DONE }
 
@@ -36,10 +37,17 @@ final class InferenceRun {
   private final JsonObject logEntry;
   private final long created;
   private final Set<Long> timers = new HashSet<>();
+  private final long arrivedNanos = System.nanoTime();
 
   private Answer answer;
   private SseWriter sse;
   private int[] blocks;
+  private long[] hashes = new long[0];
+  private int cachedBlocks;
+  private int cachedTokens;
+  private BatchScheduler.Sequence seq;
+  private Promise<Void> generated;
+  private int limit;
   private State state = State.NEW;
   private boolean closed;
   private boolean roleSent;
@@ -68,8 +76,7 @@ final class InferenceRun {
     if (kind != null && handledBeforeAdmission()) {
       return;
     }
-    blocks = engine.blocks().allocate(req.blocksNeeded(engine.config().getBlockSize()));
-    if (blocks == null) {
+    if (!admit()) {
       respondError(ApiError.queueFull());
       return;
     }
@@ -83,10 +90,34 @@ final class InferenceRun {
       .compose(this::applyKvOutcome)
       .compose(v -> openResponse())
       .compose(v -> metadataFrames())
-      .compose(v -> prefill())
-      .compose(v -> emitTokens())
+      .compose(v -> generate())
       .compose(v -> terminate())
       .onFailure(this::onStepFailure);
+  }
+
+  /**
+   * Takes the request's blocks from the pool: the cached blocks of its prompt prefix (counted as prefix cache
+   * queries and hits, in tokens) and fresh ones for the rest of its prompt and output; false when they do not fit.
+   */
+  private boolean admit() {
+    SimEngineOptions o = engine.config();
+    int blockSize = o.getBlockSize();
+    if (o.isPrefixCaching()) {
+      hashes = PromptBlocks.hashes(req.prompt, blockSize);
+    }
+    BlockPool.Allocation allocation = engine.blocks().allocate(hashes, PromptBlocks.maxHits(req.promptTokens, blockSize),
+      req.blocksNeeded(blockSize));
+    if (allocation == null) {
+      return false;
+    }
+    blocks = allocation.blocks();
+    cachedBlocks = allocation.cachedBlocks();
+    cachedTokens = cachedBlocks * blockSize;
+    if (o.isPrefixCaching()) {
+      engine.counters().prefixQueries.addAndGet(req.promptTokens);
+      engine.counters().prefixHits.addAndGet(cachedTokens);
+    }
+    return true;
   }
 
   // ---- faults that end the request before it is admitted
@@ -131,8 +162,13 @@ final class InferenceRun {
       return Future.succeededFuture(new KvPuller.Result(KvPuller.Outcome.ERROR, 0, "injected kv_transfer_fail"));
     }
     return engine.puller().pull(req.kvParams).compose(result -> result.outcome() == KvPuller.Outcome.TRANSFERRED
-      ? delay(engine.config().getKvTransferPerBlockMs() * result.blocks()).map(result)
+      ? delay(engine.config().getKvTransferPerBlockMs() * pulledBlocks(result)).map(result)
       : Future.succeededFuture(result));
+  }
+
+  /** Remote blocks actually read: those past the prefix this engine already caches. */
+  private int pulledBlocks(KvPuller.Result result) {
+    return Math.max(0, result.blocks() - cachedBlocks);
   }
 
   private Future<Void> applyKvOutcome(KvPuller.Result result) {
@@ -148,6 +184,7 @@ final class InferenceRun {
       case TRANSFERRED:
         stats.kvTransferred.incrementAndGet();
         kv = "transferred";
+        engine.log().update(logEntry, "kv_pulled_blocks", pulledBlocks(result));
         break;
       case ERROR:
         stats.kvTransferFailed.incrementAndGet();
@@ -210,54 +247,85 @@ final class InferenceRun {
     return sse.frame(ResponseShapes.outputChunk(req, created, "", null));
   }
 
-  private Future<Void> prefill() {
-    SimEngineOptions o = engine.config();
-    double duration = o.getTtftBaseMs() + ("transferred".equals(kv) ? 0 : o.getTtftPerPromptTokenMs() * req.promptTokens);
-    long queueing = engine.lane().reserve(duration);
-    return delay(queueing)
-      .compose(v -> {
-        markRunning();
-        return delay(duration);
-      });
-  }
-
-  private Future<Void> emitTokens() {
+  /**
+   * Joins the engine's batch: the prompt past the cached prefix (none after a KV transfer) is prefilled, then one
+   * token per step until {@code limit} (fewer than the answer's under an output-cutting fault); completes when the
+   * last is written.
+   */
+  private Future<Void> generate() {
     int total = answer.deltas().size();
-    int limit = total;
+    limit = total;
     if (kind == InjectedFault.DONE_BEFORE_OUTPUT) {
       limit = 0;
     } else if (kind == InjectedFault.CLOSE_BEFORE_DONE || kind == InjectedFault.SILENCE_AFTER
       || kind == InjectedFault.ERROR_IN_STREAM || kind == InjectedFault.RESET) {
       limit = Math.min(total, fault.intParam("after", 0));
     }
-    Promise<Void> done = Promise.promise();
-    emitFrom(done, limit, false);
-    return done.future();
+    if ("transferred".equals(kv)) {
+      cachedTokens = Math.max(cachedTokens, req.promptTokens - 1);
+    }
+    generated = Promise.promise();
+    seq = new BatchScheduler.Sequence(this, "transferred".equals(kv) ? 0 : req.promptTokens - cachedBlocks * engine.config().getBlockSize(), limit);
+    engine.scheduler().submit(seq);
+    return generated.future();
   }
 
-  private void emitFrom(Promise<Void> done, int limit, boolean waited) {
-    while (true) {
-      if (closed) {
-        done.tryFail(HALT);
-        return;
-      }
-      if (emitted >= limit) {
-        done.tryComplete();
-        return;
-      }
-      long itl = emitted == 0 ? 0 : Math.round(interTokenMs());
-      if (itl > 0 && !waited) {
-        long keepalive = kind == InjectedFault.SLOW_TOKENS ? Math.round(fault.doubleParam("keepalive_ms", 0)) : 0;
-        if (keepalive > 0) keepAlive(System.nanoTime() + itl * 1_000_000, keepalive);
-        timer(itl, () -> emitFrom(done, limit, true));
-        return;
-      }
-      waited = false;
-      writeToken(emitted++);
-      if (sse != null && sse.queueFull()) {
-        response.drainHandler(v -> emitFrom(done, limit, false));
-        return;
-      }
+  @Override
+  public void admitted() {
+    markRunning();
+  }
+
+  @Override
+  public void prefilled() {
+    if (closed) {
+      return;
+    }
+    engine.counters().ttft.observe((System.nanoTime() - arrivedNanos) / 1e9);
+    if (!"prefill".equals(req.phase)) {
+      registerPromptBlocks();
+    }
+    engine.log().update(logEntry, "cached_tokens", cachedTokens);
+    engine.log().update(logEntry, "prefill_steps", seq.prefillSteps());
+    engine.log().update(logEntry, "sim_ttft_ms", seq.ttftMs());
+    if (limit == 0) {
+      generated.tryComplete();
+    }
+  }
+
+  @Override
+  public void token() {
+    if (closed) {
+      generated.tryFail(HALT);
+      return;
+    }
+    writeToken(emitted++);
+    if (emitted >= limit) {
+      generated.tryComplete();
+      return;
+    }
+    if (sse != null && sse.queueFull()) {
+      seq.paused = true;
+      response.drainHandler(v -> engine.scheduler().resume(seq));
+    } else if (kind == InjectedFault.SLOW_TOKENS) {
+      pace(Math.round(fault.doubleParam("itl_ms", 0)));
+    }
+  }
+
+  /** {@code slow_tokens}: the next token comes {@code itl_ms} after this one, with heartbeats meanwhile if asked. */
+  private void pace(long itl) {
+    if (itl <= 0) {
+      return;
+    }
+    seq.paused = true;
+    long keepalive = Math.round(fault.doubleParam("keepalive_ms", 0));
+    if (keepalive > 0) keepAlive(System.nanoTime() + itl * 1_000_000, keepalive);
+    timer(itl, () -> engine.scheduler().resume(seq));
+  }
+
+  /** The prompt's full blocks join this engine's prefix cache (computed here, or pulled through a handoff). */
+  private void registerPromptBlocks() {
+    for (int i = 0; i < hashes.length && blocks != null && i < blocks.length; i++) {
+      engine.blocks().register(blocks[i], hashes[i]);
     }
   }
 
@@ -269,14 +337,6 @@ final class InferenceRun {
         keepAlive(untilNanos, everyMs);
       }
     });
-  }
-
-  private double interTokenMs() {
-    if (kind == InjectedFault.SLOW_TOKENS) {
-      return fault.doubleParam("itl_ms", 0);
-    }
-    SimEngineOptions o = engine.config();
-    return o.getItlMs() + o.getItlPerRunningMs() * engine.counters().running.get();
   }
 
   private void writeToken(int i) {
@@ -318,7 +378,7 @@ final class InferenceRun {
   private Future<Void> completeNormally() {
     if (sse == null) {
       JsonObject descriptor = "prefill".equals(req.phase) ? handOff() : null;
-      JsonObject body = ResponseShapes.full(req, created, answer, descriptor);
+      JsonObject body = withCachedTokens(ResponseShapes.full(req, created, answer, descriptor));
       finish(true);
       return respondJson(200, body);
     }
@@ -330,7 +390,7 @@ final class InferenceRun {
       sse.frame(ResponseShapes.outputChunk(req, created, "", answer.finishReason()));
     }
     if (req.includeUsage) {
-      sse.frame(ResponseShapes.usageChunk(req, created, answer.completionTokens()));
+      sse.frame(withCachedTokens(ResponseShapes.usageChunk(req, created, answer.completionTokens())));
     }
     if ("prefill".equals(req.phase)) {
       handOff();
@@ -412,9 +472,14 @@ final class InferenceRun {
 
   /** Issues the prefill's descriptor and hands its blocks to the handoff store. */
   private JsonObject handOff() {
-    JsonObject descriptor = PrefillHandoff.issue(engine, req, blocks, fault);
+    JsonObject descriptor = PrefillHandoff.issue(engine, req, blocks, hashes, fault);
     blocks = null;
     return descriptor;
+  }
+
+  /** {@code --enable-prompt-tokens-details}: the usage names the prompt tokens not computed here. */
+  private JsonObject withCachedTokens(JsonObject body) {
+    return engine.config().isEnablePromptTokensDetails() ? ResponseShapes.withCachedTokens(body, cachedTokens) : body;
   }
 
   // ---- bookkeeping
@@ -435,7 +500,14 @@ final class InferenceRun {
     } else if (state == State.RUNNING) {
       engine.counters().running.decrementAndGet();
     }
+    if (completed && state != State.DONE) {
+      engine.counters().e2e.observe((System.nanoTime() - arrivedNanos) / 1e9);
+      if (seq != null) {
+        engine.log().update(logEntry, "sim_decode_ms", seq.decodeMs());
+      }
+    }
     state = State.DONE;
+    engine.scheduler().release(seq);
     if (blocks != null) {
       engine.blocks().free(blocks);
       blocks = null;

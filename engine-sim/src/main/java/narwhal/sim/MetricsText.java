@@ -2,7 +2,8 @@ package narwhal.sim;
 
 /**
  * Renders {@code /metrics} in Prometheus text format with vLLM's metric names and labels
- * ({@code engine}, {@code model_name}), plus the simulator's own {@code sim:*} KV counters.
+ * ({@code engine}, {@code model_name}; vLLM's {@code vllm/v1/metrics/loggers.py}), plus the simulator's own
+ * {@code sim:*} KV counters.
  */
 final class MetricsText {
 
@@ -14,13 +15,20 @@ final class MetricsText {
     int held = engine.handoffs().held();
     int inUse = engine.blocks().inUse();
     double usage = (double) inUse / engine.blocks().total();
-    String labels = "{engine=\"0\",model_name=\"" + escape(engine.config().getModel()) + "\"}";
+    String bare = "engine=\"0\",model_name=\"" + escape(engine.config().getModel()) + "\"";
+    String labels = "{" + bare + "}";
     StringBuilder out = new StringBuilder(2048);
     metric(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", labels, s.running.get());
     metric(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", labels, s.waiting.get());
     metric(out, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", labels, usage);
+    metric(out, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.",
+      labels, s.prefixQueries.get());
+    metric(out, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.",
+      labels, s.prefixHits.get());
     metric(out, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", labels, s.promptTokens.get());
     metric(out, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", labels, s.generationTokens.get());
+    histogram(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", bare, s.ttft);
+    histogram(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", bare, s.e2e);
     metric(out, "vllm:nixl_num_kv_expired_reqs_total", "counter",
       "Number of requests whose KV blocks expired before a decode engine read them.", labels, s.handoffsExpired.get());
     metric(out, "vllm:nixl_num_failed_transfers_total", "counter", "Number of failed NIXL KV transfers.", labels,
@@ -31,6 +39,8 @@ final class MetricsText {
       s.kvRecomputed.get());
     metric(out, "sim:kv_handoffs_held", "gauge", "KV handoffs held for a decode engine to pull.", labels, held);
     metric(out, "sim:kv_blocks_in_use", "gauge", "KV cache blocks in use (running requests and held handoffs).", labels, inUse);
+    metric(out, "sim:kv_blocks_cached", "gauge", "KV cache blocks keeping a prefix-cache hash (held or evictable).", labels,
+      engine.blocks().cached());
     return out.toString();
   }
 
@@ -38,6 +48,12 @@ final class MetricsText {
     out.append("# HELP ").append(name).append(' ').append(help).append('\n')
       .append("# TYPE ").append(name).append(' ').append(type).append('\n')
       .append(name).append(labels).append(' ').append(value).append('\n');
+  }
+
+  private static void histogram(StringBuilder out, String name, String help, String labels, Histogram h) {
+    out.append("# HELP ").append(name).append(' ').append(help).append('\n')
+      .append("# TYPE ").append(name).append(" histogram\n");
+    h.render(out, name, labels);
   }
 
   private static String escape(String value) {

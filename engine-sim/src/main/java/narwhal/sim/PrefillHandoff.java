@@ -16,8 +16,11 @@ final class PrefillHandoff {
   private PrefillHandoff() {
   }
 
-  /** Holds or frees {@code blocks} and returns the descriptor (null for {@code descriptor_missing}). */
-  static JsonObject issue(SimEngine engine, CompletionRequest req, int[] blocks, FaultRule fault) {
+  /**
+   * Holds or frees {@code blocks} and returns the descriptor (null for {@code descriptor_missing}); {@code hashes}
+   * are the prefix-cache keys of the full prompt blocks, which join the cache when the blocks are released.
+   */
+  static JsonObject issue(SimEngine engine, CompletionRequest req, int[] blocks, long[] hashes, FaultRule fault) {
     int keep = Math.min(blocks.length, CompletionRequest.blocksFor(req.promptTokens, engine.config().getBlockSize()));
     int[] kept = Arrays.copyOf(blocks, keep);
     int[] rest = Arrays.copyOfRange(blocks, keep, blocks.length);
@@ -39,9 +42,12 @@ final class PrefillHandoff {
       descriptor.put("remote_port", engine.deadPort());
     }
     if (held) {
-      engine.handoffs().hold(remoteRequestId, kept, kind == InjectedFault.LEASE_EXPIRY);
+      engine.handoffs().hold(remoteRequestId, kept, hashes, kind == InjectedFault.LEASE_EXPIRY);
       engine.blocks().free(rest);
     } else {
+      for (int i = 0; i < hashes.length && i < blocks.length; i++) {
+        engine.blocks().register(blocks[i], hashes[i]);
+      }
       engine.blocks().free(blocks);
     }
     return descriptor;

@@ -21,6 +21,17 @@ final class ResponseShapes {
     return withDetails ? usage.put("prompt_tokens_details", null) : usage;
   }
 
+  /**
+   * vLLM's {@code --enable-prompt-tokens-details}: {@code usage.prompt_tokens_details.cached_tokens} when some prompt
+   * tokens were not computed (vLLM leaves the field out, or null, when none were).
+   */
+  static JsonObject withCachedTokens(JsonObject body, int cachedTokens) {
+    if (cachedTokens > 0) {
+      body.getJsonObject("usage").put("prompt_tokens_details", new JsonObject().put("cached_tokens", cachedTokens));
+    }
+    return body;
+  }
+
   static JsonObject full(CompletionRequest req, long created, Answer answer, JsonObject kvTransferParams) {
     JsonObject choice;
     if (req.chat) {

@@ -26,7 +26,7 @@ public final class SimEngine {
   private final HandoffStore handoffs;
   private final FaultPlan faults;
   private final RequestLog log;
-  private final PrefillLane lane = new PrefillLane();
+  private final BatchScheduler scheduler;
   private final EngineVerticle verticle;
   private final long startedAt;
   private volatile KvPuller puller;
@@ -34,13 +34,14 @@ public final class SimEngine {
 
   private SimEngine(Vertx vertx, SimEngineOptions options, Clock clock) {
     this.vertx = vertx;
-    this.options = new SimEngineOptions(options);
+    this.options = new SimEngineOptions(options).withProfileApplied();
     this.clock = clock;
     this.blocks = new BlockPool(options.getTotalBlocks());
     this.handoffs = new HandoffStore(clock, blocks, stats, options.getEngineId(), options.getKvLeaseSeconds());
     this.faults = new FaultPlan(clock);
     options.getFaults().forEach(rule -> faults.add((JsonObject) rule));
     this.log = new RequestLog(options.getRequestLogLimit());
+    this.scheduler = new BatchScheduler(vertx, this.options);
     this.verticle = new EngineVerticle(this);
     this.startedAt = clock.instant().getEpochSecond();
   }
@@ -113,11 +114,13 @@ public final class SimEngine {
    * {@code handoffs_held} (held now), {@code handoffs_freed}, {@code handoffs_expired},
    * {@code kv_transferred}, {@code kv_recomputed}, {@code kv_transfer_failed},
    * {@code prompt_tokens}, {@code generation_tokens}, {@code blocks_in_use}, {@code total_blocks},
-   * {@code unauthorized} (requests refused for a missing or wrong API key).
+   * {@code unauthorized} (requests refused for a missing or wrong API key), {@code blocks_cached} (blocks keeping
+   * a prefix-cache hash), {@code prefix_cache_queries} and {@code prefix_cache_hits} (in prompt tokens),
+   * {@code prefix_cache_hit_rate} (hits over queries) and {@code engine_steps} (batch steps run).
    */
   public JsonObject stats() {
     int held = handoffs.held();
-    return stats.toJson(held, blocks.inUse(), blocks.total());
+    return stats.toJson(held, blocks.inUse(), blocks.total(), blocks.cached(), scheduler.steps());
   }
 
   /** Closes the inference port: new connections are refused until {@link #resumeListening()}. */
@@ -197,8 +200,8 @@ public final class SimEngine {
     return log;
   }
 
-  PrefillLane lane() {
-    return lane;
+  BatchScheduler scheduler() {
+    return scheduler;
   }
 
   KvPuller puller() {

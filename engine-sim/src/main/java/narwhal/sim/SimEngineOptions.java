@@ -39,6 +39,16 @@ public final class SimEngineOptions {
   public static final int DEFAULT_REQUEST_LOG_LIMIT = 10_000;
   public static final String DEFAULT_REASONING_FIELD = "";
   public static final String DEFAULT_API_KEY = "";
+  public static final boolean DEFAULT_PREFIX_CACHING = true;
+  public static final int DEFAULT_MAX_NUM_SEQS = 256;
+  public static final int DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192;
+  public static final boolean DEFAULT_ENABLE_PROMPT_TOKENS_DETAILS = false;
+  public static final String DEFAULT_LATENCY_PROFILE = "";
+
+  /** The names {@code latencyProfile} accepts besides empty (the zero model). */
+  public static Set<String> latencyProfiles() {
+    return LatencyProfile.nameSet();
+  }
 
   static final Set<String> ROLES = Set.of("prefill", "decode", "both");
   static final Set<String> KV_POLICIES = Set.of("recompute", "fail");
@@ -66,6 +76,11 @@ public final class SimEngineOptions {
   private int requestLogLimit = DEFAULT_REQUEST_LOG_LIMIT;
   private String reasoningField = DEFAULT_REASONING_FIELD;
   private String apiKey = DEFAULT_API_KEY;
+  private boolean prefixCaching = DEFAULT_PREFIX_CACHING;
+  private int maxNumSeqs = DEFAULT_MAX_NUM_SEQS;
+  private int maxNumBatchedTokens = DEFAULT_MAX_NUM_BATCHED_TOKENS;
+  private boolean enablePromptTokensDetails = DEFAULT_ENABLE_PROMPT_TOKENS_DETAILS;
+  private String latencyProfile = DEFAULT_LATENCY_PROFILE;
   private JsonArray faults = new JsonArray();
   private JsonObject descriptorExtras = new JsonObject();
 
@@ -99,6 +114,12 @@ public final class SimEngineOptions {
     requestLogLimit = intOf(json, "requestLogLimit", "request_log_limit", requestLogLimit);
     reasoningField = stringOf(json, "reasoningField", "reasoning_field", reasoningField);
     apiKey = stringOf(json, "apiKey", "api_key", apiKey);
+    prefixCaching = boolOf(json, "prefixCaching", "prefix_caching", prefixCaching);
+    maxNumSeqs = intOf(json, "maxNumSeqs", "max_num_seqs", maxNumSeqs);
+    maxNumBatchedTokens = intOf(json, "maxNumBatchedTokens", "max_num_batched_tokens", maxNumBatchedTokens);
+    enablePromptTokensDetails = boolOf(json, "enablePromptTokensDetails", "enable_prompt_tokens_details",
+      enablePromptTokensDetails);
+    latencyProfile = stringOf(json, "latencyProfile", "latency_profile", latencyProfile);
     JsonArray f = json.getJsonArray("faults");
     faults = f == null ? new JsonArray() : f.copy();
     JsonObject extras = json.getJsonObject("descriptorExtras", json.getJsonObject("descriptor_extras"));
@@ -128,6 +149,10 @@ public final class SimEngineOptions {
     require(REASONING_FIELDS.contains(reasoningField), "reasoningField", reasoningField,
       "reasoning, reasoning_content or empty (no reasoning parser)");
     require(apiKey != null, "apiKey", apiKey, "a string (empty: no key)");
+    require(maxNumSeqs >= 1, "maxNumSeqs", maxNumSeqs, ">= 1");
+    require(maxNumBatchedTokens >= 1, "maxNumBatchedTokens", maxNumBatchedTokens, ">= 1");
+    require(latencyProfile != null && (latencyProfile.isEmpty() || LatencyProfile.named(latencyProfile) != null),
+      "latencyProfile", latencyProfile, "empty (the zero model) or one of " + LatencyProfile.names());
     for (Object rule : faults) {
       require(rule instanceof JsonObject, "faults", rule, "an array of fault rule objects");
       new FaultRule((JsonObject) rule);
@@ -159,6 +184,11 @@ public final class SimEngineOptions {
       .put("requestLogLimit", requestLogLimit)
       .put("reasoningField", reasoningField)
       .put("apiKey", apiKey)
+      .put("prefixCaching", prefixCaching)
+      .put("maxNumSeqs", maxNumSeqs)
+      .put("maxNumBatchedTokens", maxNumBatchedTokens)
+      .put("enablePromptTokensDetails", enablePromptTokensDetails)
+      .put("latencyProfile", latencyProfile)
       .put("faults", faults.copy())
       .put("descriptorExtras", descriptorExtras.copy());
   }
@@ -214,6 +244,43 @@ public final class SimEngineOptions {
   /** Like vLLM's {@code --api-key}: when non-empty, {@code /v1/*} answers 401 without {@code Authorization: Bearer <key>}. */
   public String getApiKey() { return apiKey; }
   public SimEngineOptions setApiKey(String apiKey) { this.apiKey = apiKey; return this; }
+
+  /** vLLM's automatic prefix caching ({@code --no-prefix-caching} turns it off): repeated prompt blocks cost no prefill. */
+  public boolean isPrefixCaching() { return prefixCaching; }
+  public SimEngineOptions setPrefixCaching(boolean prefixCaching) { this.prefixCaching = prefixCaching; return this; }
+
+  /** vLLM's {@code --max-num-seqs}: sequences in the running batch at most; more wait in arrival order. */
+  public int getMaxNumSeqs() { return maxNumSeqs; }
+  public SimEngineOptions setMaxNumSeqs(int maxNumSeqs) { this.maxNumSeqs = maxNumSeqs; return this; }
+
+  /** vLLM's {@code --max-num-batched-tokens}: tokens one engine step computes at most (prefill is chunked to fit). */
+  public int getMaxNumBatchedTokens() { return maxNumBatchedTokens; }
+  public SimEngineOptions setMaxNumBatchedTokens(int tokens) { this.maxNumBatchedTokens = tokens; return this; }
+
+  /** vLLM's {@code --enable-prompt-tokens-details}: usage carries {@code prompt_tokens_details.cached_tokens}. */
+  public boolean isEnablePromptTokensDetails() { return enablePromptTokensDetails; }
+  public SimEngineOptions setEnablePromptTokensDetails(boolean enable) { this.enablePromptTokensDetails = enable; return this; }
+
+  /**
+   * A named latency model from a published vLLM measurement ({@link LatencyProfile}); it supplies the TTFT and ITL
+   * terms left at zero. Empty: the zero model.
+   */
+  public String getLatencyProfile() { return latencyProfile; }
+  public SimEngineOptions setLatencyProfile(String latencyProfile) { this.latencyProfile = latencyProfile; return this; }
+
+  /** A copy whose zero latency terms are filled from {@link #getLatencyProfile()} (this copy when there is none). */
+  SimEngineOptions withProfileApplied() {
+    LatencyProfile profile = latencyProfile.isEmpty() ? null : LatencyProfile.named(latencyProfile);
+    if (profile == null) {
+      return this;
+    }
+    SimEngineOptions out = new SimEngineOptions(this);
+    if (out.ttftBaseMs == 0) out.ttftBaseMs = profile.ttftBaseMs();
+    if (out.ttftPerPromptTokenMs == 0) out.ttftPerPromptTokenMs = profile.ttftPerPromptTokenMs();
+    if (out.itlMs == 0) out.itlMs = profile.itlMs();
+    if (out.itlPerRunningMs == 0) out.itlPerRunningMs = profile.itlPerRunningMs();
+    return out;
+  }
 
   public String getVersion() { return version; }
   public SimEngineOptions setVersion(String version) { this.version = version; return this; }

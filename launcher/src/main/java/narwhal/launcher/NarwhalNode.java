@@ -25,7 +25,6 @@ import narwhal.router.Preflight;
 import narwhal.router.PreflightReport;
 import narwhal.router.RouterVerticle;
 import narwhal.sim.SimEngine;
-import narwhal.sim.SimEngineOptions;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -128,9 +127,7 @@ public final class NarwhalNode {
     if (!cfg.sim().embedded()) return Future.succeededFuture();
     Future<Void> chain = Future.succeededFuture();
     for (EngineConfig engine : cfg.engines()) {
-      chain = chain.compose(v -> SimEngine.start(vertx, new SimEngineOptions().setName(engine.iid())
-              .setRole(engine.role().wireName()).setModel(cfg.model()).setHost(engine.host()).setPort(engine.port())
-              .setApiKey(cfg.engine().engineApiKey(env)))
+      chain = chain.compose(v -> SimEngine.start(vertx, EmbeddedSim.options(cfg, engine).setApiKey(cfg.engine().engineApiKey(env)))
           .map(sim -> {
             sims.add(sim);
             return null;

@@ -7,7 +7,6 @@ import io.vertx.core.json.JsonObject;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.sim.SimEngine;
-import narwhal.sim.SimEngineOptions;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -101,8 +100,7 @@ final class ReplicaDemo {
   private void startSims() {
     vertx = Vertx.vertx();
     for (EngineConfig engine : config.engines()) {
-      sims.add(Blocking.await(SimEngine.start(vertx, new SimEngineOptions().setName(engine.iid()).setRole(engine.role().wireName())
-          .setModel(config.model()).setHost(engine.host()).setPort(engine.port()))));
+      sims.add(Blocking.await(SimEngine.start(vertx, EmbeddedSim.options(config, engine))));
     }
   }
 

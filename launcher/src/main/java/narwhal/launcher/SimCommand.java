@@ -47,8 +47,43 @@ final class SimCommand implements Callable<Integer> {
       + "reasoning deltas under this field, reasoning (current vLLM) or reasoning_content (older) (default: none)")
   String reasoningField;
 
-  @Override
-  public Integer call() {
+  @Option(names = "--ttft-per-token-ms", defaultValue = "0", description = "prefill cost per uncached prompt token "
+      + "(default: ${DEFAULT-VALUE})")
+  double ttftPerTokenMs;
+
+  @Option(names = "--itl-per-running-ms", defaultValue = "0", description = "step time added per sequence in the batch "
+      + "(default: ${DEFAULT-VALUE})")
+  double itlPerRunningMs;
+
+  @Option(names = "--latency-profile", defaultValue = "", description = "a latency model fitted to a published vLLM "
+      + "measurement (docs/simulator.md): qwen2.5-0.5b-l4; fills the latency terms left at 0 (default: the zero model)")
+  String latencyProfile;
+
+  @Option(names = "--no-prefix-caching", description = "like vLLM's flag: turn automatic prefix caching off")
+  boolean noPrefixCaching;
+
+  @Option(names = "--max-num-seqs", defaultValue = "" + SimEngineOptions.DEFAULT_MAX_NUM_SEQS,
+      description = "like vLLM's: sequences in the running batch at most; more wait (default: ${DEFAULT-VALUE})")
+  int maxNumSeqs;
+
+  @Option(names = "--max-num-batched-tokens", defaultValue = "" + SimEngineOptions.DEFAULT_MAX_NUM_BATCHED_TOKENS,
+      description = "like vLLM's: tokens per engine step at most; longer prefills are chunked (default: ${DEFAULT-VALUE})")
+  int maxNumBatchedTokens;
+
+  @Option(names = "--enable-prompt-tokens-details", description = "like vLLM's flag: usage carries "
+      + "prompt_tokens_details.cached_tokens")
+  boolean promptTokensDetails;
+
+  @Option(names = "--block-size", defaultValue = "" + SimEngineOptions.DEFAULT_BLOCK_SIZE,
+      description = "tokens per KV block (default: ${DEFAULT-VALUE})")
+  int blockSize;
+
+  @Option(names = "--num-gpu-blocks", defaultValue = "" + SimEngineOptions.DEFAULT_TOTAL_BLOCKS,
+      description = "KV blocks per engine, the prefix cache's room (default: ${DEFAULT-VALUE})")
+  int totalBlocks;
+
+  /** The engines' options from the flags; a {@link CommandFailure} naming the flag or option when one is not valid. */
+  List<SimEngineOptions> engineOptions() {
     if (engines < 1) throw new CommandFailure("--engines: " + engines + " is not valid: expected at least 1");
     if (!roles.isEmpty() && roles.size() != engines) {
       throw new CommandFailure("--roles: " + roles.size() + " role(s) given for " + engines + " engine(s): expected one per engine");
@@ -61,8 +96,22 @@ final class SimCommand implements Callable<Integer> {
       }
       options.add(new SimEngineOptions().setName("sim" + k).setRole(role).setModel(model).setHost(host).setPort(basePort + k)
           .setKvLeaseSeconds(leaseSeconds).setTtftBaseMs(ttftMs).setItlMs(itlMs)
-          .setApiKey(apiKey).setReasoningField(reasoningField));
+          .setApiKey(apiKey).setReasoningField(reasoningField).setTtftPerPromptTokenMs(ttftPerTokenMs)
+          .setItlPerRunningMs(itlPerRunningMs).setLatencyProfile(latencyProfile).setPrefixCaching(!noPrefixCaching)
+          .setMaxNumSeqs(maxNumSeqs).setMaxNumBatchedTokens(maxNumBatchedTokens).setEnablePromptTokensDetails(promptTokensDetails)
+          .setBlockSize(blockSize).setTotalBlocks(totalBlocks));
     }
+    try {
+      options.forEach(SimEngineOptions::validate);
+    } catch (IllegalArgumentException e) {
+      throw new CommandFailure(e.getMessage());
+    }
+    return options;
+  }
+
+  @Override
+  public Integer call() {
+    List<SimEngineOptions> options = engineOptions();
     Vertx vertx = Vertx.vertx();
     SimFleet fleet = Blocking.await(SimFleet.start(vertx, options).recover(err -> vertx.close().transform(v -> Future.failedFuture(err))));
     System.out.printf("%-6s %-8s %-28s %s%n", "engine", "role", "url", "kv side channel");

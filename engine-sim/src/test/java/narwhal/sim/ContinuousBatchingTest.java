@@ -1,0 +1,127 @@
+package narwhal.sim;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import io.vertx.junit5.VertxExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Continuous batching: at most max_num_seqs run, the rest wait in order; a step gives every running sequence a
+ * token and costs more the fuller the batch; prefill is chunked at max_num_batched_tokens. Times are the
+ * simulated ones the engine logs per request (sim_ttft_ms, sim_decode_ms), never the wall clock.
+ */
+@ExtendWith(VertxExtension.class)
+class ContinuousBatchingTest {
+
+  private static int gauge(SimClient http, SimEngine engine, String name) {
+    Matcher m = Pattern.compile(Pattern.quote(name) + "\\{[^}]*} (\\d+)\\.0").matcher(http.get(engine, "/metrics").text);
+    return m.find() ? Integer.parseInt(m.group(1)) : -1;
+  }
+
+  private static JsonObject logged(SimEngine engine, String requestId) {
+    return engine.requests().stream().filter(e -> requestId.equals(e.getString("request_id"))).findFirst().orElseThrow();
+  }
+
+  private static Future<SimClient.Reply> post(SimClient http, SimEngine engine, JsonObject body, String requestId) {
+    return http.callAsync(engine.port(), HttpMethod.POST, "/v1/completions", body.toBuffer(), SimClient.DEFAULT_IDLE_TIMEOUT_MS,
+      "x-request-id", requestId);
+  }
+
+  @Test
+  void requestsBeyondMaxNumSeqsWaitInOrderAndShowInNumRequestsWaiting(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setMaxNumSeqs(1).setItlMs(10)).await();
+    SimEngine reference = SimEngine.start(vertx, new SimEngineOptions().setName("ref")).await();
+    SimClient http = new SimClient(vertx);
+    List<Future<SimClient.Reply>> inflight = new ArrayList<>();
+    // four streams and the metrics reads: the test client's pool holds five connections
+    for (int i = 0; i < 4; i++) {
+      inflight.add(post(http, engine, SimClient.completion("request " + i).put("max_tokens", 20).put("ignore_eos", true)
+        .put("stream", true), "r" + i));
+    }
+    assertTrue(http.eventually(() -> gauge(http, engine, "vllm:num_requests_waiting") == 3
+      && gauge(http, engine, "vllm:num_requests_running") == 1), http.get(engine, "/metrics").text);
+    for (int i = 0; i < 4; i++) {
+      SimClient.Reply r = inflight.get(i).await();
+      assertEquals(200, r.status);
+      assertTrue(r.endsWithDone());
+      JsonObject same = SimClient.completion("request " + i).put("max_tokens", 20).put("ignore_eos", true).put("stream", true);
+      assertEquals(http.post(reference, "/v1/completions", same).streamedText(), r.streamedText());
+    }
+    assertEquals(0, gauge(http, engine, "vllm:num_requests_waiting"));
+    assertEquals(0, gauge(http, engine, "vllm:num_requests_running"));
+    double last = 0;
+    for (int i = 0; i < 4; i++) {
+      last = Math.max(last, logged(engine, "r" + i).getDouble("sim_ttft_ms"));
+    }
+    assertTrue(last >= 2 * 20 * 10, "the last to arrive waited for the others' 20 steps of 10 ms: " + last);
+  }
+
+  @Test
+  void decodeIsSlowerWithAFullerBatchAndStepsAreShared(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setItlMs(2).setItlPerRunningMs(4)).await();
+    SimClient http = new SimClient(vertx);
+    JsonObject body = SimClient.completion("alone in the batch").put("max_tokens", 10).put("ignore_eos", true);
+    assertEquals(200, post(http, engine, body, "alone").await().status);
+    double alone = logged(engine, "alone").getDouble("sim_decode_ms");
+    assertEquals(9 * (2 + 4 * 1), alone, 1e-9, "nine decode steps of one sequence");
+    long stepsBefore = engine.stats().getLong("engine_steps");
+
+    List<Future<SimClient.Reply>> inflight = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      inflight.add(post(http, engine, SimClient.completion("batched request " + i).put("max_tokens", 10).put("ignore_eos", true),
+        "b" + i));
+    }
+    double slowest = 0;
+    double sum = 0;
+    for (int i = 0; i < 6; i++) {
+      assertEquals(200, inflight.get(i).await().status);
+      double decode = logged(engine, "b" + i).getDouble("sim_decode_ms");
+      slowest = Math.max(slowest, decode);
+      sum += decode;
+    }
+    assertTrue(slowest > alone, "a fuller batch decodes slower: " + slowest + " vs " + alone);
+    assertTrue(sum / 6 > alone, "on average too: " + sum / 6 + " vs " + alone);
+    long steps = engine.stats().getLong("engine_steps") - stepsBefore;
+    assertTrue(steps < 6 * 10, "one step serves every running sequence: " + steps + " steps for 60 tokens");
+  }
+
+  @Test
+  void aLongPromptIsPrefilledInChunksOfMaxNumBatchedTokens(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setMaxNumBatchedTokens(64).setTtftPerPromptTokenMs(0.1)).await();
+    SimClient http = new SimClient(vertx);
+    assertEquals(200, post(http, engine, SimClient.completion(PrefixCacheTest.words("w", 200)).put("max_tokens", 2), "long")
+      .await().status);
+    JsonObject entry = logged(engine, "long");
+    assertEquals(4, entry.getInteger("prefill_steps"), "64 + 64 + 64 + 8 tokens");
+    assertEquals(200 * 0.1, entry.getDouble("sim_ttft_ms"), 1e-9);
+  }
+
+  @Test
+  void metricsCarryVllmHistogramsThatCountEveryRequest(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions()).await();
+    SimClient http = new SimClient(vertx);
+    for (int i = 0; i < 3; i++) {
+      http.post(engine, "/v1/completions", SimClient.completion("count me " + i));
+    }
+    String text = http.get(engine, "/metrics").text;
+    String labels = "engine=\"0\",model_name=\"Qwen/Qwen3-0.6B\"";
+    for (String name : List.of("vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds")) {
+      assertTrue(text.contains("# TYPE " + name + " histogram\n"), name);
+      assertTrue(text.contains(name + "_count{" + labels + "} 3.0"), text);
+      assertTrue(text.contains(name + "_bucket{" + labels + ",le=\"+Inf\"} 3.0"), text);
+    }
+    assertTrue(text.contains("vllm:time_to_first_token_seconds_bucket{" + labels + ",le=\"0.001\"}"));
+    assertTrue(text.contains("vllm:e2e_request_latency_seconds_bucket{" + labels + ",le=\"7680.0\"} 3.0"));
+  }
+}
