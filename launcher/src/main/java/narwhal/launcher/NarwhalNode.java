@@ -87,7 +87,7 @@ public final class NarwhalNode {
               return report.passed() || mode == PreflightMode.WARN ? Future.succeededFuture()
                   : Future.failedFuture(new IllegalStateException("preflight failed; start with --preflight=warn to serve anyway"));
             }))
-        .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(config.engines())))
+        .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(node.config::get, node.registry, env)))
         .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env, sharedData)))
         .compose(v -> {
           node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1, node::clusterMembers, env);

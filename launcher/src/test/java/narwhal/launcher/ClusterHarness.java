@@ -68,6 +68,7 @@ final class ClusterHarness implements AutoCloseable {
     h.fleet = tune.apply(new JsonObject().put("model", MODEL).put("engines", fleet)
         .put("server", new JsonObject().put("host", "127.0.0.1").put("port", 0))
         .put("engine", new JsonObject().put("first_token_timeout_s", 5).put("decode_read_timeout_s", 5))
+        .put("placement", new JsonObject().put("policy", "least_reserved"))
         .put("cluster", new JsonObject().put("enabled", true).put("name", h.clusterName).put("members", new JsonArray().add("127.0.0.1"))
             .put("port", h.basePort).put("host", "127.0.0.1")));
     return h;

@@ -176,7 +176,10 @@ class ClusterStateTest {
       h.replicas.add(partial);
       ClusterHarness.await(partial.watch(file));
 
-      h.admin(full, "drain", new JsonObject().put("iid", "D2"));
+      // Sent to the replica that lists D2: an admin message may reach any replica, and one that does not list an
+      // engine refuses commands about it (issue 29 item 6).
+      ClusterHarness.await(full.vertx().eventBus().request(Addresses.ADMIN, new JsonObject().put("command", "drain")
+          .put("args", new JsonObject().put("iid", "D2")), new DeliveryOptions().setLocalOnly(true).addHeader("token", ClusterHarness.TOKEN)));
       java.nio.file.Files.writeString(file, h.config().toJson().encodePrettily());
       h.awaitTrue("the reloaded replica knows D2", 10_000,
           () -> h.breaker(partial).map(s -> s.getJsonArray("engines").stream().map(JsonObject.class::cast)

@@ -46,7 +46,9 @@ class FrozenReplicaTest {
       b.signal("CONT");
       awaitState(b, "D1", "ejected", () -> "the thawed replica: " + b.state());
       assertEquals("ejected", a.engineState("D1"), "and the other replica kept it");
-      assertEquals("closed", b.state().getString("shared_state"));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (!"closed".equals(b.state().getString("shared_state")) && System.nanoTime() < deadline) Thread.sleep(200);
+      assertEquals("closed", b.state().getString("shared_state"), "the thawed replica's guard closes again");
     } finally {
       h.close();
     }

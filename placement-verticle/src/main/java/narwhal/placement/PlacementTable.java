@@ -3,6 +3,7 @@ package narwhal.placement;
 import narwhal.common.bus.EngineState;
 import narwhal.common.bus.Reservation;
 import narwhal.common.config.EngineConfig;
+import narwhal.common.config.PlacementConfig;
 import narwhal.common.config.Role;
 import narwhal.common.fault.Phase;
 
@@ -15,30 +16,73 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * Which engine takes a phase of a request, and how many reservations each engine holds per phase. Least
- * reserved wins, ties rotate; only serving engines whose role permits the phase are candidates; an engine
- * to avoid is passed over whenever another candidate exists. Thread-safe: the verticle updates it, routers on any
- * event loop of the node reserve and release through it.
+ * Which engine takes a phase of a request (docs/operations.md#placement), and how many reservations each engine holds
+ * per phase. Only serving engines whose role permits the phase are candidates; an engine to avoid is passed over
+ * whenever another candidate exists. Policies: {@code least_reserved} (fewest of this replica's reservations, ties
+ * rotate); {@code load} (lowest load from the engines' own readings plus the legs the cluster sent since, weighted up
+ * by failure streaks; an engine without a fresh reading counts as the busiest known, never idle); {@code cache_aware}
+ * (as {@code load}, but a prefill with an affinity goes to the first engine in the affinity's rendezvous order whose load
+ * is within {@code load_factor} of the mean: the same prefix lands on the same producer on every replica).
+ * Thread-safe: the verticle updates it, routers on any event loop of the node reserve and release through it.
  */
 final class PlacementTable {
   private final Map<String, Slot> slots = new LinkedHashMap<>();
   private final Map<String, Reservation> reservations = new HashMap<>();
+  /** For each reservation, the time of its engine's reading when it was made (0: none). */
+  private final Map<String, Long> madeAgainst = new HashMap<>();
   private final Map<Phase, Integer> rotation = new HashMap<>();
+  private final java.util.function.LongSupplier clockMs;
+  private PlacementConfig settings = PlacementConfig.defaults();
+  private int ejectAfter = 3;
   private long nextId;
 
   /** An engine as placement sees it. */
   private static final class Slot {
     EngineConfig engine;
+    final long hash;
     EngineState state = EngineState.SERVING;
     final int[] reserved = new int[Phase.values().length];
+    EngineLoad load;
+    /**
+     * Legs this replica sent since {@link #load} was read and still holds (the reading counts those that ran before
+     * it; a leg that ended since is no load), and the other replicas' count against the same reading.
+     */
+    int sent;
+    int othersSent;
+    final Map<String, Integer> streaks = new HashMap<>();
+    int maxStreak;
 
     Slot(EngineConfig engine) {
       this.engine = engine;
+      this.hash = fnv1a(engine.iid());
     }
   }
 
   public PlacementTable(List<EngineConfig> engines) {
+    this(engines, System::currentTimeMillis);
+    this.settings = withPolicy(PlacementConfig.LEAST_RESERVED);
+  }
+
+  /** @param clockMs wall clock of the readings (epoch ms): a reading older than three intervals is stale */
+  PlacementTable(List<EngineConfig> engines, java.util.function.LongSupplier clockMs) {
+    this.clockMs = clockMs;
     setEngines(engines);
+  }
+
+  /** The placement keys and the breaker's {@code recovery.eject_after} (failure streaks weigh against it). */
+  synchronized void configure(PlacementConfig settings, int ejectAfter) {
+    this.settings = settings;
+    this.ejectAfter = Math.max(1, ejectAfter);
+  }
+
+  synchronized String policy() {
+    return settings.policy();
+  }
+
+  private static PlacementConfig withPolicy(String policy) {
+    PlacementConfig d = PlacementConfig.defaults();
+    return new PlacementConfig(policy, d.metricsIntervalS(), d.metricsTimeoutS(), d.sessionHeader(), d.prefixBlockChars(),
+        d.prefixBlocks(), d.loadFactor());
   }
 
   /** Replaces the engine list; engines that stay keep their state and reservations, removed ones keep theirs until released. */
@@ -46,6 +90,11 @@ final class PlacementTable {
     Map<String, Slot> kept = new LinkedHashMap<>();
     for (EngineConfig engine : engines) {
       Slot slot = slots.getOrDefault(engine.iid(), new Slot(engine));
+      if (!engine.equals(slot.engine)) {
+        slot.load = null;
+        slot.sent = 0;
+        slot.othersSent = 0;
+      }
       slot.engine = engine;
       kept.put(engine.iid(), slot);
     }
@@ -63,8 +112,53 @@ final class PlacementTable {
     return slot == null ? Optional.empty() : Optional.of(slot.state);
   }
 
+  /** A reading of an engine's load; a newer one restarts the count of legs sent since. */
+  synchronized void applyLoad(EngineLoad reading) {
+    Slot slot = slots.get(reading.iid());
+    if (slot == null || slot.load != null && reading.readAtMs() <= slot.load.readAtMs()) return;
+    slot.load = reading;
+    slot.sent = 0;
+    slot.othersSent = 0;
+  }
+
+  /** The other replicas' legs sent since each engine's reading: {@code {iid: {reading_ms, sent}}} per replica. */
+  synchronized void applyOthersSent(List<io.vertx.core.json.JsonObject> others) {
+    for (Slot slot : slots.values()) {
+      long readingMs = slot.load == null ? 0 : slot.load.readAtMs();
+      int sum = 0;
+      for (io.vertx.core.json.JsonObject other : others) {
+        io.vertx.core.json.JsonObject entry = other.getJsonObject(slot.engine.iid());
+        if (entry != null && entry.getLong("reading_ms", -1L) == readingMs) sum += entry.getInteger("sent", 0);
+      }
+      slot.othersSent = sum;
+    }
+  }
+
+  /** This replica's legs sent to each engine since its reading, as the other replicas take them. */
+  synchronized io.vertx.core.json.JsonObject sentSinceReadings() {
+    io.vertx.core.json.JsonObject out = new io.vertx.core.json.JsonObject();
+    for (Slot slot : slots.values()) {
+      out.put(slot.engine.iid(), new io.vertx.core.json.JsonObject().put("reading_ms", slot.load == null ? 0 : slot.load.readAtMs())
+          .put("sent", slot.sent));
+    }
+    return out;
+  }
+
+  /** A breaker streak (any replica's): an engine failing below the ejection limit gets less new work. */
+  synchronized void applyStreak(String iid, String failureClass, int streak) {
+    Slot slot = slots.get(iid);
+    if (slot == null) return;
+    slot.streaks.put(failureClass, Math.max(0, streak));
+    slot.maxStreak = slot.streaks.values().stream().mapToInt(Integer::intValue).max().orElse(0);
+  }
+
   /** Reserves the best engine for {@code phase}, or empty when no engine can take it. */
   public synchronized Optional<Reservation> reserve(Phase phase, Set<String> exclude, String avoid) {
+    return reserve(phase, exclude, avoid, null);
+  }
+
+  /** As {@link #reserve(Phase, Set, String)}, keeping requests of one {@code affinity} on one producer (cache_aware). */
+  public synchronized Optional<Reservation> reserve(Phase phase, Set<String> exclude, String avoid, String affinity) {
     List<Slot> candidates = new ArrayList<>();
     for (Slot slot : slots.values()) {
       if (slot.state == EngineState.SERVING && permits(slot.engine.role(), phase) && !exclude.contains(slot.engine.iid())) {
@@ -73,24 +167,135 @@ final class PlacementTable {
     }
     if (avoid != null && candidates.size() > 1) candidates.removeIf(s -> s.engine.iid().equals(avoid));
     if (candidates.isEmpty()) return Optional.empty();
+    Slot chosen;
+    String reason;
+    if (candidates.size() == 1) {
+      chosen = candidates.get(0);
+      reason = "only_candidate";
+    } else if (PlacementConfig.LEAST_RESERVED.equals(settings.policy())) {
+      chosen = leastReserved(candidates, phase);
+      reason = Reservation.LEAST_RESERVED;
+    } else {
+      double[] scores = scores(candidates, phase);
+      if (scores == null) {
+        chosen = leastReserved(candidates, phase);
+        reason = Reservation.LEAST_RESERVED;
+      } else if (affinity != null && phase == Phase.PREFILL && PlacementConfig.CACHE_AWARE.equals(settings.policy())) {
+        int index = byAffinity(candidates, scores, affinity);
+        chosen = candidates.get(Math.abs(index) - 1);
+        reason = index > 0 ? (affinity.startsWith("session:") ? "session" : "prefix") : "spill";
+      } else {
+        chosen = lowest(candidates, scores, phase);
+        reason = "load";
+      }
+    }
+    chosen.reserved[phase.ordinal()]++;
+    chosen.sent++;
+    Reservation reservation = new Reservation("r" + (++nextId), chosen.engine.iid(), chosen.engine.url(), phase, reason);
+    reservations.put(reservation.id(), reservation);
+    madeAgainst.put(reservation.id(), chosen.load == null ? 0L : chosen.load.readAtMs());
+    return Optional.of(reservation);
+  }
+
+  private Slot leastReserved(List<Slot> candidates, Phase phase) {
     int least = Integer.MAX_VALUE;
     for (Slot s : candidates) least = Math.min(least, s.reserved[phase.ordinal()]);
     List<Slot> tied = new ArrayList<>();
     for (Slot s : candidates) if (s.reserved[phase.ordinal()] == least) tied.add(s);
     int turn = rotation.merge(phase, 1, Integer::sum);
-    Slot chosen = tied.get(Math.floorMod(turn - 1, tied.size()));
-    chosen.reserved[phase.ordinal()]++;
-    Reservation reservation = new Reservation("r" + (++nextId), chosen.engine.iid(), chosen.engine.url(), phase);
-    reservations.put(reservation.id(), reservation);
-    return Optional.of(reservation);
+    return tied.get(Math.floorMod(turn - 1, tied.size()));
+  }
+
+  /**
+   * Each candidate's load: its reading's running + 2 × waiting requests plus the legs the cluster sent since (for a
+   * decode, scaled up by the KV cache's fill), weighted up by its failure streak. A candidate without a fresh reading
+   * counts as one more than the busiest reading, plus the legs sent to it since: never idle, still used as the others
+   * fill. Null when no candidate has a reading (then reservations decide).
+   */
+  private double[] scores(List<Slot> candidates, Phase phase) {
+    long now = clockMs.getAsLong();
+    long stale = 3 * settings.metricsIntervalMs();
+    double[] scores = new double[candidates.size()];
+    double busiest = -1;
+    for (int i = 0; i < scores.length; i++) {
+      Slot s = candidates.get(i);
+      EngineLoad r = s.load;
+      if (r == null || !r.ok() || now - r.readAtMs() > stale) {
+        scores[i] = Double.NaN;
+        continue;
+      }
+      double read = r.running() + 2 * r.waiting();
+      busiest = Math.max(busiest, read);
+      double queue = read + s.sent + s.othersSent;
+      scores[i] = phase == Phase.DECODE ? queue * (1 + r.kvUsage()) : queue;
+    }
+    if (busiest < 0) return null;
+    for (int i = 0; i < scores.length; i++) {
+      Slot s = candidates.get(i);
+      if (Double.isNaN(scores[i])) scores[i] = busiest + 1 + s.sent + s.othersSent;
+      if (s.maxStreak > 0) scores[i] = (scores[i] + 1) * (1 + 2.0 * s.maxStreak / ejectAfter) - 1;
+    }
+    return scores;
+  }
+
+  private Slot lowest(List<Slot> candidates, double[] scores, Phase phase) {
+    double best = Double.MAX_VALUE;
+    for (double v : scores) best = Math.min(best, v);
+    List<Slot> tied = new ArrayList<>();
+    for (int i = 0; i < scores.length; i++) if (scores[i] <= best) tied.add(candidates.get(i));
+    if (tied.size() == 1) return tied.get(0);
+    return leastReserved(tied, phase);
+  }
+
+  /**
+   * The first candidate, in the affinity's rendezvous order (the same order on every replica), whose load is at most
+   * {@code load_factor} × the mean load + 1: its index + 1, negated when it is not the first in the order (a spill).
+   */
+  private int byAffinity(List<Slot> candidates, double[] scores, String affinity) {
+    long key = fnv1a(affinity);
+    double mean = 0;
+    for (double v : scores) mean += v;
+    double bound = settings.loadFactor() * mean / scores.length + 1;
+    Integer[] order = new Integer[candidates.size()];
+    long[] weights = new long[candidates.size()];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+      weights[i] = mix(key ^ candidates.get(i).hash);
+    }
+    java.util.Arrays.sort(order, (a, b) -> Long.compareUnsigned(weights[b], weights[a]));
+    for (int rank = 0; rank < order.length; rank++) {
+      int i = order[rank];
+      if (scores[i] <= bound) return rank == 0 ? i + 1 : -(i + 1);
+    }
+    return -(order[0] + 1);
+  }
+
+  static long fnv1a(String s) {
+    long h = 0xcbf29ce484222325L;
+    for (int i = 0; i < s.length(); i++) {
+      h ^= s.charAt(i);
+      h *= 0x100000001b3L;
+    }
+    return h;
+  }
+
+  /** SplitMix64's finalizer: a well-spread rendezvous weight. */
+  private static long mix(long z) {
+    z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+    z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+    return z ^ (z >>> 31);
   }
 
   /** Releases a reservation; releasing an unknown or already released id changes nothing. */
   public synchronized boolean release(String id) {
     Reservation reservation = reservations.remove(id);
+    Long against = madeAgainst.remove(id);
     if (reservation == null) return false;
     Slot slot = slots.get(reservation.iid());
-    if (slot != null) slot.reserved[reservation.phase().ordinal()]--;
+    if (slot != null) {
+      slot.reserved[reservation.phase().ordinal()]--;
+      if (slot.sent > 0 && against != null && against == (slot.load == null ? 0L : slot.load.readAtMs())) slot.sent--;
+    }
     return true;
   }
 
@@ -119,13 +324,18 @@ final class PlacementTable {
   public synchronized List<EngineView> view() {
     List<EngineView> out = new ArrayList<>();
     for (Slot s : slots.values()) {
-      out.add(new EngineView(s.engine.iid(), s.engine.role(), s.state, s.reserved[Phase.PREFILL.ordinal()], s.reserved[Phase.DECODE.ordinal()]));
+      out.add(new EngineView(s.engine.iid(), s.engine.role(), s.state, s.reserved[Phase.PREFILL.ordinal()],
+          s.reserved[Phase.DECODE.ordinal()], s.load, s.sent + s.othersSent));
     }
     return out;
   }
 
-  /** One engine's line in a placement snapshot. */
-  public record EngineView(String iid, Role role, EngineState state, int prefillReserved, int decodeReserved) {
+  /** One engine's line in a placement snapshot: its last load reading (null: none yet) and the cluster's legs since. */
+  public record EngineView(String iid, Role role, EngineState state, int prefillReserved, int decodeReserved,
+                           EngineLoad load, int sentSinceReading) {
+    public EngineView(String iid, Role role, EngineState state, int prefillReserved, int decodeReserved) {
+      this(iid, role, state, prefillReserved, decodeReserved, null, 0);
+    }
   }
 
   static boolean permits(Role role, Phase phase) {

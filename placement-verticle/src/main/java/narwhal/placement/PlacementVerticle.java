@@ -1,5 +1,6 @@
 package narwhal.placement;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.Message;
@@ -28,6 +29,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 
 /**
  * Answers "which engine for this phase of this request" on the local bus and keeps per-engine reservations
@@ -47,6 +50,11 @@ public final class PlacementVerticle extends VerticleBase {
 
   private final PlacementTable table;
   private final long resyncMs;
+  /** The configuration and meters of a replica's placement; null for a bare table (tests of placement alone). */
+  private final Supplier<NarwhalConfig> config;
+  private final MeterRegistry registry;
+  private final UnaryOperator<String> env;
+  private LoadReadings loads;
   /** The version of each engine's state and of the fleet hold last applied. */
   private final Map<String, StateVersion> versions = new HashMap<>();
   /** Read by routers' event loops through {@link Local}. */
@@ -63,6 +71,23 @@ public final class PlacementVerticle extends VerticleBase {
   public PlacementVerticle(List<EngineConfig> engines, long resyncMs) {
     this.table = new PlacementTable(engines);
     this.resyncMs = resyncMs;
+    this.config = null;
+    this.registry = null;
+    this.env = name -> null;
+  }
+
+  /**
+   * A replica's placement, with {@code placement.*} (policy, engine load readings) hot-reloaded from {@code config}.
+   * @param env reads environment variables (the engines' API key, sent with each {@code /metrics} reading)
+   */
+  public PlacementVerticle(Supplier<NarwhalConfig> config, MeterRegistry registry, UnaryOperator<String> env) {
+    NarwhalConfig cfg = config.get();
+    this.table = new PlacementTable(cfg.engines(), System::currentTimeMillis);
+    this.table.configure(cfg.placement(), cfg.recovery().ejectAfter());
+    this.resyncMs = DEFAULT_RESYNC_MS;
+    this.config = config;
+    this.registry = registry;
+    this.env = env;
   }
 
   @Override
@@ -72,7 +97,8 @@ public final class PlacementVerticle extends VerticleBase {
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> table.release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
         vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(NarwhalConfig.fromJson(msg.body()))),
-        vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged));
+        vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged),
+        vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> streakChanged(msg.body())));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
         .compose(v -> vertx.sharedData().<String, String>getAsyncMap(SharedState.ENGINE_STATE_MAP))
         .compose(map -> {
@@ -82,6 +108,13 @@ public final class PlacementVerticle extends VerticleBase {
         .onSuccess(v -> {
           resyncTimer = vertx.setPeriodic(resyncMs, t -> resync().otherwise(err -> null));
           vertx.sharedData().getLocalMap(LocalPlacement.MAP).put(LocalPlacement.KEY, local);
+          if (config != null) {
+            NarwhalConfig cfg = config.get();
+            loads = new LoadReadings(vertx, config, table, "placement-" + java.util.UUID.randomUUID().toString().substring(0, 8),
+                cfg.engine().engineApiKey(env), registry);
+            loads.track(cfg.engines());
+            loads.arm();
+          }
         });
   }
 
@@ -89,6 +122,7 @@ public final class PlacementVerticle extends VerticleBase {
   public Future<?> stop() {
     vertx.sharedData().getLocalMap(LocalPlacement.MAP).remove(LocalPlacement.KEY);
     vertx.cancelTimer(resyncTimer);
+    if (loads != null) loads.stop();
     return Future.succeededFuture();
   }
 
@@ -100,7 +134,7 @@ public final class PlacementVerticle extends VerticleBase {
       if (request.phase() == Phase.PREFILL && !table.covers(Phase.DECODE)) {
         return refused(Failures.NO_ENGINE, "NO_ENGINE: no engine can take the decode phase");
       }
-      return table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid())
+      return table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid(), request.affinity())
           .map(Future::succeededFuture)
           .orElseGet(() -> refused(Failures.NO_ENGINE, noEngine(request)));
     }
@@ -130,6 +164,13 @@ public final class PlacementVerticle extends VerticleBase {
     table.view().forEach(e -> known.add(e.iid()));
     table.setEngines(cfg.engines());
     cfg.engines().stream().filter(e -> !known.contains(e.iid())).forEach(e -> table.setState(e.iid(), EngineState.EJECTED));
+    if (config != null) {
+      table.configure(cfg.placement(), cfg.recovery().ejectAfter());
+      if (loads != null) {
+        loads.track(cfg.engines());
+        loads.arm();
+      }
+    }
   }
 
   private void reserve(Message<JsonObject> msg) {
@@ -154,6 +195,13 @@ public final class PlacementVerticle extends VerticleBase {
     return "NO_ENGINE: no engine can take the " + request.phase().wireName() + " phase";
   }
 
+  private void streakChanged(JsonObject json) {
+    if (json.getValue("iid") instanceof String iid && json.getValue("class") instanceof String c
+        && json.getValue("streak") instanceof Number n) {
+      table.applyStreak(iid, c, n.intValue());
+    }
+  }
+
   private void fleetChanged(Message<JsonObject> msg) {
     apply(msg.body());
   }
@@ -172,13 +220,25 @@ public final class PlacementVerticle extends VerticleBase {
     return true;
   }
 
+  /** An engine's last load reading for {@code /narwhal/state}: figures or error, age, the cluster's legs sent since. */
+  private static JsonObject loadView(PlacementTable.EngineView e) {
+    if (e.load() == null) return null;
+    JsonObject view = e.load().toJson().put("age_ms", Math.max(0, System.currentTimeMillis() - e.load().readAtMs()))
+        .put("sent_since", e.sentSinceReading());
+    view.remove("iid");
+    return view;
+  }
+
   private JsonObject snapshot() {
     JsonArray engines = new JsonArray();
     for (PlacementTable.EngineView e : table.view()) {
-      engines.add(new JsonObject().put("iid", e.iid()).put("role", e.role().wireName()).put("state", e.state().wireName())
-          .put("reservations", new JsonObject().put("prefill", e.prefillReserved()).put("decode", e.decodeReserved())));
+      JsonObject engine = new JsonObject().put("iid", e.iid()).put("role", e.role().wireName()).put("state", e.state().wireName())
+          .put("reservations", new JsonObject().put("prefill", e.prefillReserved()).put("decode", e.decodeReserved()));
+      if (loads != null) engine.put("load", loadView(e));
+      engines.add(engine);
     }
     JsonObject snapshot = new JsonObject().put("engines", engines).put("reservations", table.totalReservations());
+    if (loads != null) snapshot.put("placement", new JsonObject().put("policy", table.policy()).put("view", loads.view()));
     if (fleetHold) return snapshot.put("ready", false).put("reason", "the fleet is held for a whole-wave restart");
     table.unplaceablePhase().ifPresentOrElse(
         phase -> snapshot.put("ready", false).put("reason", "no serving engine can take the " + phase + " phase"),

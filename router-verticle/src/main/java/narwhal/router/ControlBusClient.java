@@ -31,7 +31,10 @@ final class ControlBusClient {
     LocalPlacement local = LocalPlacement.of(vertx);
     Future<Reservation> reserved = local != null ? local.reserve(request)
         : vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_RESERVE, request.toJson(), LOCAL).map(msg -> Reservation.fromJson(msg.body()));
-    return reserved.onSuccess(r -> metrics.resident(r.iid(), r.phase(), 1));
+    return reserved.onSuccess(r -> {
+      metrics.resident(r.iid(), r.phase(), 1);
+      metrics.placed(r.phase(), r.reason());
+    });
   }
 
   void release(Reservation reservation) {

@@ -37,7 +37,8 @@ final class EdgeRefusal {
     ctx.journal().append(new JsonObject().put("rid", rid).put("client_rid", request.getHeader("x-request-id"))
         .put("arrived", arrived.toString()).put("terminal", terminal).put("reason", error.reason()).put("status", error.status())
         .put("error_type", error.type()).put("ttft_s", (Object) null).put("first_byte_s", (Object) null)
-        .put("prefill_iid", (Object) null).put("decode_iid", (Object) null).put("crossed", (Object) null).put("attempts", 0)
+        .put("prefill_iid", (Object) null).put("decode_iid", (Object) null)
+        .put("prefill_placement", (Object) null).put("decode_placement", (Object) null).put("crossed", (Object) null).put("attempts", 0)
         .put("attempt_failures", new JsonArray()).put("output_len", 0)
         .put("duration_s", (System.nanoTime() - arrivedNanos) / 1e9));
   }

@@ -8,6 +8,7 @@ import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import narwhal.common.config.PlacementConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.engines.json.Utf8;
 
@@ -66,7 +67,10 @@ final class InferenceHandler implements Handler<RoutingContext> {
     }
     body.remove("kv_transfer_params");
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
-    InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos);
+    PlacementConfig placement = ctx.config().get().placement();
+    String session = placement.sessionHeader().isEmpty() ? null : rc.request().getHeader(placement.sessionHeader());
+    InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos,
+        PromptAffinity.of(body, chat, session, placement));
     ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn())
         : new JsonAssembler(rc.response(), chat, rid, cfg.model(), body.getValue("tool_choice"));
     new RequestLifecycle(ctx, request, sink, ctx.admission()::finished).start();

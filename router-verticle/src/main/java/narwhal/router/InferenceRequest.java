@@ -7,8 +7,9 @@ import java.time.Instant;
 
 /**
  * An admitted client request: router id, the client's own id, the endpoint, the validated body (client
- * {@code kv_transfer_params} already removed), whether the client streams, and when it arrived.
+ * {@code kv_transfer_params} already removed), whether the client streams, when it arrived, and what keeps it near
+ * related requests ({@link PromptAffinity}; null: nothing).
  */
 record InferenceRequest(String rid, String clientRid, String endpoint, boolean chat, JsonObject body, boolean stream,
-                        HttpServerResponse response, Instant arrived, long arrivedNanos) {
+                        HttpServerResponse response, Instant arrived, long arrivedNanos, String affinity) {
 }

@@ -111,7 +111,8 @@ final class RequestLifecycle {
 
   private Future<Reservation> reserve(Phase phase, String avoid) {
     if (done) return Future.failedFuture(new CancellationException());
-    return ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid))
+    return ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid,
+            phase == Phase.PREFILL ? request.affinity() : null))
         .onSuccess(held::add);
   }
 
@@ -324,6 +325,8 @@ final class RequestLifecycle {
         .put("error_type", errorType).put("ttft_s", seconds(ttftNanos)).put("first_byte_s", seconds(firstByteNanos))
         .put("prefill_iid", a == null || a.producer == null ? null : a.producer.iid())
         .put("decode_iid", hasDecode ? a.consumer.iid() : null)
+        .put("prefill_placement", a == null || a.producer == null ? null : a.producer.reason())
+        .put("decode_placement", hasDecode ? a.consumer.reason() : null)
         .put("crossed", hasDecode ? !a.consumer.iid().equals(a.producer.iid()) : null)
         .put("attempts", attempt).put("attempt_failures", new JsonArray(new ArrayList<>(attemptFailures)))
         .put("output_len", sink.outputLength())

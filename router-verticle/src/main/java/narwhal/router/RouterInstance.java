@@ -266,6 +266,7 @@ final class RouterInstance extends VerticleBase {
           .put("ready", p.getBoolean("ready", false) && !shared.admission().draining())
           .put("draining", shared.admission().draining()).put("in_flight", shared.admission().inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))
           .put("shared_state", b.getString("shared_state", "closed"))
+          .put("placement", p.getJsonObject("placement"))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
           .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
     });

@@ -47,6 +47,9 @@ final class RouterMetrics {
   private final Map<String, Map<String, Counter>> attemptFailures = new ConcurrentHashMap<>();
   /** By engine iid, then {@link Phase} ordinal. */
   private final Map<String, AtomicInteger[]> resident = new ConcurrentHashMap<>();
+  /** Why placement chose an engine (narwhal.common.bus.Reservation#reason), per phase. */
+  static final List<String> PLACEMENT_REASONS = List.of("prefix", "session", "spill", "load", "least_reserved", "only_candidate");
+  private final Map<String, Counter> placements = new ConcurrentHashMap<>();
 
   public RouterMetrics(MeterRegistry registry, Supplier<Number> retryCredits, List<EngineConfig> engines) {
     this.registry = registry;
@@ -70,6 +73,7 @@ final class RouterMetrics {
     failedCounter("no_engine");
     EXPIRY_REASONS.forEach(this::expiredCounter);
     REJECTION_REASONS.forEach(this::rejectedCounter);
+    for (Phase phase : Phase.values()) PLACEMENT_REASONS.forEach(reason -> placementCounter(phase.wireName() + "/" + reason));
     reloadsApplied = reloads("applied");
     reloadsRefused = reloads("refused");
     track(engines);
@@ -87,6 +91,17 @@ final class RouterMetrics {
   private Timer latency(String name, String description) {
     return Timer.builder(name).description(description).publishPercentileHistogram()
         .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofSeconds(120)).register(registry);
+  }
+
+  /** A leg placed, with why placement chose its engine. */
+  void placed(Phase phase, String reason) {
+    placementCounter(phase.wireName() + "/" + reason).increment();
+  }
+
+  private Counter placementCounter(String key) {
+    return cached(placements, key, k -> Counter.builder("narwhal.placement.decisions")
+        .description("legs placed, by phase and by why placement chose the engine")
+        .tags("phase", k.substring(0, k.indexOf('/')), "reason", k.substring(k.indexOf('/') + 1)).register(registry));
   }
 
   private Counter failedCounter(String reason) {

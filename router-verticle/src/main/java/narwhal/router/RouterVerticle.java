@@ -78,6 +78,8 @@ public final class RouterVerticle extends VerticleBase {
     }
     return Journal.open(vertx, cfg.journal()).compose(journal -> {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
+      io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
+          .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       relearner = new FactsRelearner(vertx, config, facts, env);

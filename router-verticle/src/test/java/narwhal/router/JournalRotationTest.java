@@ -139,4 +139,29 @@ class JournalRotationTest {
     for (int i = 0; i < 50; i++) assertEquals("out" + i, new JsonObject(lines.get(i)).getString("rid"));
     assertFalse(Files.exists(Path.of("-")), "no file named -");
   }
+
+  @Test
+  void rowsThatCannotBeWrittenAreDroppedWholeAndCountedExactly() throws Exception {
+    Path full = Path.of("/dev/full");
+    Journal journal = Journal.open(vertx, new JournalConfig(full.toString(), 0, 5)).await(10, TimeUnit.SECONDS);
+    for (int i = 0; i < 25; i++) journal.append(new JsonObject().put("rid", "r" + i).put("pad", "x".repeat(100)));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (journal.droppedRows() < 25 && System.nanoTime() < deadline) Thread.sleep(10);
+    assertEquals(25, journal.droppedRows(), "every row that met a full device is counted once");
+    journal.close().await(10, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void aRouterWhoseJournalDiskIsFullServesEveryRequestAndCountsTheRowsLost() throws Exception {
+    try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
+        json -> json.put("journal", new JsonObject().put("path", "/dev/full")))) {
+      for (int i = 0; i < 10; i++) {
+        assertEquals(200, h.post("/v1/completions", DisaggregatedExecutionTest.completion(i % 2 == 0)).status());
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      String series = "narwhal_journal_dropped_rows_total ";
+      while (System.nanoTime() < deadline && !h.get("/metrics").body().contains(series + "10.0")) Thread.sleep(10);
+      assertTrue(h.get("/metrics").body().contains(series + "10.0"), "ten request rows lost, ten counted");
+    }
+  }
 }

@@ -90,13 +90,15 @@ final class RouterHarness implements AutoCloseable {
     JsonObject json = new JsonObject().put("model", MODEL).put("engines", fleet)
         .put("server", new JsonObject().put("host", "127.0.0.1").put("port", 0))
         .put("journal", new JsonObject().put("path", h.journal.toString()))
-        .put("engine", new JsonObject().put("first_token_timeout_s", 5).put("decode_read_timeout_s", 5));
+        .put("engine", new JsonObject().put("first_token_timeout_s", 5).put("decode_read_timeout_s", 5))
+        // Fault tests aim at engines by taking turns; tests of placement itself put their own placement section.
+        .put("placement", new JsonObject().put("policy", "least_reserved"));
     h.config = NarwhalConfig.fromJson(tune.apply(json));
     EngineFacts facts = new EngineFacts();
     h.preflight = await(new Preflight(h.vertx, h.config, facts, environment).run(c -> { }));
     if (!h.preflight.passed()) throw new IllegalStateException(h.preflight.table());
     h.engines.values().forEach(SimEngine::clearRequests);
-    await(h.vertx.deployVerticle(new PlacementVerticle(h.config.engines())));
+    await(h.vertx.deployVerticle(new PlacementVerticle(() -> h.config, h.registry, environment)));
     await(h.vertx.deployVerticle(new BreakerVerticle(() -> h.config, h.registry,
         () -> System.currentTimeMillis() + h.clockAhead.get(), environment)));
     h.router = new RouterVerticle(() -> h.config, facts, h.registry, 0, () -> List.of("local"), environment);

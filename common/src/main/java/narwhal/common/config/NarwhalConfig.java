@@ -27,13 +27,15 @@ public record NarwhalConfig(
     AdminConfig admin,
     JournalConfig journal,
     MetricsConfig metrics,
-    SimConfig sim) {
+    SimConfig sim,
+    PlacementConfig placement) {
 
   public static final String SCHEMA = "narwhal.fleet";
   public static final int SCHEMA_VERSION = 1;
 
   private static final Set<String> KEYS = Set.of("schema", "schema_version", "model", "engines",
-      "engine_contract", "server", "serving", "engine", "recovery", "cluster", "admin", "journal", "metrics", "sim");
+      "engine_contract", "server", "serving", "engine", "recovery", "cluster", "admin", "journal", "metrics", "sim",
+      "placement");
   private static final String ENGINES_EXPECTATION = "a non-empty list of engines";
 
   public NarwhalConfig {
@@ -49,6 +51,7 @@ public record NarwhalConfig(
     Objects.requireNonNull(journal, "journal");
     Objects.requireNonNull(metrics, "metrics");
     Objects.requireNonNull(sim, "sim");
+    Objects.requireNonNull(placement, "placement");
   }
 
   /** Parses the text of a fleet file; text that is not a JSON object is refused as malformed. */
@@ -85,7 +88,8 @@ public record NarwhalConfig(
         AdminConfig.read(r.section("admin", AdminConfig.KEYS)),
         JournalConfig.read(r.section("journal", JournalConfig.KEYS)),
         MetricsConfig.read(r.section("metrics", MetricsConfig.KEYS)),
-        SimConfig.read(r.section("sim", SimConfig.KEYS)));
+        SimConfig.read(r.section("sim", SimConfig.KEYS)),
+        PlacementConfig.read(r.section("placement", PlacementConfig.KEYS)));
   }
 
   /** The sections the admin command line reads (docs/operations.md#admin-commands). */
@@ -173,6 +177,7 @@ public record NarwhalConfig(
         .put("admin", admin.toJson())
         .put("journal", journal.toJson())
         .put("metrics", metrics.toJson())
-        .put("sim", sim.toJson());
+        .put("sim", sim.toJson())
+        .put("placement", placement.toJson());
   }
 }

@@ -1,0 +1,89 @@
+package narwhal.launcher;
+
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ReserveRequest;
+import narwhal.common.fault.Phase;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Placement agrees across replicas (docs/operations.md#placement) on a real two-member cluster: every replica places a
+ * prefix on the same producer, and places with the engine readings the cluster shares, made by whichever replica
+ * took an engine's lock for the interval.
+ */
+@Timeout(120)
+class ClusterPlacementTest {
+
+  @Test
+  void replicasChooseTheSameProducerForAPrefixAndShareTheEnginesReadings() throws Exception {
+    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "P2:prefill", "D0:decode"), json -> json
+        .put("placement", new JsonObject().put("metrics_interval_s", 0.2))
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000).put("liveness_every", 100_000)),
+        (iid, o) -> { })) {
+      List<NarwhalNode> replicas = List.of(h.addReplica(), h.addReplica());
+      awaitReadings(h, replicas);
+      for (int group = 0; group < 12; group++) {
+        String affinity = "prefix:" + Integer.toHexString(("system prompt " + group).hashCode());
+        Set<String> chosen = new HashSet<>();
+        for (NarwhalNode node : replicas) chosen.add(place(node, affinity));
+        assertEquals(1, chosen.size(), "group " + group + " goes to one producer whichever replica places it: " + chosen);
+      }
+
+      Set<String> seenOnA = new HashSet<>();
+      Set<String> seenOnB = new HashSet<>();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      Set<String> both = new HashSet<>();
+      while (both.isEmpty() && System.nanoTime() < deadline) {
+        seenOnA.addAll(readings(replicas.get(0)));
+        seenOnB.addAll(readings(replicas.get(1)));
+        both = new HashSet<>(seenOnA);
+        both.retainAll(seenOnB);
+        Thread.sleep(20);
+      }
+      assertTrue(!both.isEmpty(), "the replicas placed with the same readings (iid@read_at_ms/reader): A " + seenOnA + ", B " + seenOnB);
+    }
+  }
+
+  private static void awaitReadings(ClusterHarness h, List<NarwhalNode> replicas) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (System.nanoTime() < deadline) {
+      if (replicas.stream().allMatch(n -> readings(n).size() >= 4)) return;
+      Thread.sleep(50);
+    }
+    throw new AssertionError("no readings on every replica");
+  }
+
+  /** The readings a replica's placement holds now, as {@code iid@read_at_ms/reader}. */
+  private static Set<String> readings(NarwhalNode node) {
+    JsonObject state = ClusterHarness.await(node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(),
+        new DeliveryOptions().setLocalOnly(true)).map(m -> m.body()));
+    Set<String> out = new HashSet<>();
+    for (Object o : state.getJsonArray("engines")) {
+      JsonObject load = ((JsonObject) o).getJsonObject("load");
+      if (load != null && load.containsKey("running")) {
+        out.add(((JsonObject) o).getString("iid") + "@" + load.getLong("read_at_ms") + "/" + load.getString("reader"));
+      }
+    }
+    return out;
+  }
+
+  private static String place(NarwhalNode node, String affinity) {
+    ReserveRequest request = new ReserveRequest("test-" + UUID.randomUUID(), Phase.PREFILL, List.of(), null, affinity);
+    DeliveryOptions local = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
+    JsonObject reply = ClusterHarness.await(node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_RESERVE, request.toJson(), local)
+        .map(m -> m.body()));
+    node.vertx().eventBus().send(Addresses.PLACEMENT_RELEASE, new JsonObject().put("id", reply.getString("id")), local);
+    return reply.getString("iid");
+  }
+}

@@ -1,0 +1,80 @@
+package narwhal.placement;
+
+import io.vertx.core.json.JsonObject;
+
+/**
+ * One reading of an engine's load from its {@code /metrics}, as vLLM publishes it: {@code vllm:num_requests_running},
+ * {@code vllm:num_requests_waiting} and {@code vllm:kv_cache_usage_perc} (summed over the engine's label sets: a
+ * data-parallel engine publishes one per rank), with when it was read and by which replica. A failed reading carries
+ * its {@code error} and no figures: the engine's load is unknown, never zero.
+ */
+record EngineLoad(String iid, double running, double waiting, double kvUsage, long readAtMs, String reader, String error) {
+  static final String RUNNING = "vllm:num_requests_running";
+  static final String WAITING = "vllm:num_requests_waiting";
+  static final String KV_USAGE = "vllm:kv_cache_usage_perc";
+
+  boolean ok() {
+    return error == null;
+  }
+
+  static EngineLoad failed(String iid, long readAtMs, String reader, String error) {
+    return new EngineLoad(iid, 0, 0, 0, readAtMs, reader, error);
+  }
+
+  /** Reads the three series from Prometheus text; a reading without the queue gauges is a failure (not a vLLM engine). */
+  static EngineLoad parse(String iid, String text, long readAtMs, String reader) {
+    double running = 0;
+    double waiting = 0;
+    double kv = 0;
+    boolean sawRunning = false;
+    boolean sawWaiting = false;
+    for (String line : text.split("\n")) {
+      if (line.isEmpty() || line.charAt(0) == '#') continue;
+      String name = metricName(line);
+      if (name == null) continue;
+      double value;
+      try {
+        value = Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1).trim());
+      } catch (NumberFormatException notANumber) {
+        continue;
+      }
+      switch (name) {
+        case RUNNING -> {
+          running += value;
+          sawRunning = true;
+        }
+        case WAITING -> {
+          waiting += value;
+          sawWaiting = true;
+        }
+        case KV_USAGE -> kv = Math.max(kv, value);
+        default -> { }
+      }
+    }
+    if (!sawRunning || !sawWaiting) {
+      return failed(iid, readAtMs, reader, "no " + RUNNING + " and " + WAITING + " in /metrics");
+    }
+    return new EngineLoad(iid, running, waiting, kv, readAtMs, reader, null);
+  }
+
+  private static String metricName(String line) {
+    int end = 0;
+    while (end < line.length() && line.charAt(end) != '{' && line.charAt(end) != ' ') end++;
+    return end == 0 || end == line.length() ? null : line.substring(0, end);
+  }
+
+  JsonObject toJson() {
+    JsonObject json = new JsonObject().put("iid", iid).put("read_at_ms", readAtMs).put("reader", reader);
+    if (!ok()) return json.put("error", error);
+    return json.put("running", running).put("waiting", waiting).put("kv_usage", kvUsage);
+  }
+
+  static EngineLoad fromJson(JsonObject json) {
+    if (json == null || json.getString("iid") == null) return null;
+    long at = json.getLong("read_at_ms", 0L);
+    String reader = json.getString("reader", "");
+    if (json.getString("error") != null) return failed(json.getString("iid"), at, reader, json.getString("error"));
+    return new EngineLoad(json.getString("iid"), json.getDouble("running", 0.0), json.getDouble("waiting", 0.0),
+        json.getDouble("kv_usage", 0.0), at, reader, null);
+  }
+}

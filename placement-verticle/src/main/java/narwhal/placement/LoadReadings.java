@@ -1,0 +1,212 @@
+package narwhal.placement;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.circuitbreaker.CircuitBreaker;
+import io.vertx.circuitbreaker.CircuitBreakerOptions;
+import io.vertx.circuitbreaker.CircuitBreakerState;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.JsonObject;
+import io.vertx.core.shareddata.AsyncMap;
+import io.vertx.core.shareddata.Lock;
+import io.vertx.ext.web.client.HttpRequest;
+import io.vertx.ext.web.client.WebClient;
+import io.vertx.ext.web.client.WebClientOptions;
+import narwhal.common.config.EngineConfig;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.common.config.PlacementConfig;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * Engine load for placement (docs/operations.md#placement), one view for the whole cluster: every
+ * {@code placement.metrics_interval_s} each replica reads the shared map {@code narwhal.engine-load}; an engine whose
+ * reading is older than 90 % of the interval is read again from its {@code /metrics} by the one replica that takes its
+ * lock {@code narwhal.load.<iid>}, which writes the reading back for all. Each replica also publishes, in
+ * {@code narwhal.placement-sent}, how many legs it sent to each engine since that engine's last reading, so every
+ * replica counts the whole cluster's work between two readings. Shared-state operations run under their own circuit
+ * breaker ({@code cluster.shared_state}); while it is open the replica reads every engine itself and places on its own
+ * view ({@code view: local} in {@code /narwhal/state}). A failed reading makes the engine's load unknown; it is no
+ * evidence for the breaker.
+ */
+final class LoadReadings {
+  static final String LOADS = "narwhal.engine-load";
+  static final String SENT = "narwhal.placement-sent";
+  private static final long LOCK_WAIT_MS = 20;
+
+  private final Vertx vertx;
+  private final Supplier<NarwhalConfig> config;
+  private final PlacementTable table;
+  private final String replica;
+  private final String apiKey;
+  private final WebClient web;
+  private final CircuitBreaker guard;
+  private final MeterRegistry registry;
+  private final Map<String, Counter> reads = new HashMap<>();
+  /** Engines this replica is reading now (a slow engine is not read twice at once). */
+  private final java.util.Set<String> inFlight = new java.util.HashSet<>();
+  private long timer = -1;
+  private volatile boolean clusterView = true;
+
+  LoadReadings(Vertx vertx, Supplier<NarwhalConfig> config, PlacementTable table, String replica, String apiKey,
+               MeterRegistry registry) {
+    this.vertx = vertx;
+    this.config = config;
+    this.table = table;
+    this.replica = replica;
+    this.apiKey = apiKey;
+    this.registry = registry;
+    this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
+        .setConnectTimeout(1_000));
+    NarwhalConfig cfg = config.get();
+    this.guard = CircuitBreaker.create("narwhal-placement-loads", vertx, new CircuitBreakerOptions()
+        .setTimeout(cfg.cluster().sharedState().operationTimeoutMs()).setMaxFailures(cfg.cluster().sharedState().failureThreshold())
+        .setResetTimeout(cfg.cluster().sharedState().resetTimeoutMs()).setNotificationAddress(null));
+  }
+
+  /** (Re)arms the reading round at the configured interval; none under {@code least_reserved}. */
+  void arm() {
+    vertx.cancelTimer(timer);
+    timer = -1;
+    PlacementConfig placement = config.get().placement();
+    if (PlacementConfig.LEAST_RESERVED.equals(placement.policy())) return;
+    timer = vertx.setPeriodic(placement.metricsIntervalMs(), t -> round());
+    round();
+  }
+
+  void stop() {
+    vertx.cancelTimer(timer);
+    guard.close();
+    web.close();
+  }
+
+  /** {@code cluster}: readings shared by every replica; {@code local}: the shared state cannot be reached. */
+  String view() {
+    return clusterView && guard.state() == CircuitBreakerState.CLOSED ? "cluster" : "local";
+  }
+
+  private void round() {
+    long interval = config.get().placement().metricsIntervalMs();
+    List<EngineConfig> engines = config.get().engines();
+    guard.<Map<String, String>>execute(() -> this.<String>map(LOADS).compose(AsyncMap::entries)).onComplete(ar -> {
+      if (ar.failed()) {
+        clusterView = false;
+        engines.stream().filter(e -> inFlight.add(e.iid()))
+            .forEach(e -> read(e).onSuccess(table::applyLoad).onComplete(done -> inFlight.remove(e.iid())));
+        return;
+      }
+      clusterView = true;
+      long now = System.currentTimeMillis();
+      for (EngineConfig engine : engines) {
+        EngineLoad shared = EngineLoad.fromJson(parse(ar.result().get(engine.iid())));
+        if (shared != null) table.applyLoad(shared);
+        if (shared == null || now - shared.readAtMs() >= interval * 9 / 10) claimAndRead(engine, interval);
+      }
+      exchangeSent(interval);
+    });
+  }
+
+  /** Reads the engine if this replica takes its lock and, under it, the shared reading is still stale. */
+  private void claimAndRead(EngineConfig engine, long interval) {
+    if (!inFlight.add(engine.iid())) return;
+    guard.<Optional<Lock>>execute(() -> vertx.sharedData().getLockWithTimeout("narwhal.load." + engine.iid(), LOCK_WAIT_MS)
+            .map(Optional::of).otherwise(Optional.empty()))
+        .onComplete(taken -> {
+          if (taken.failed() || taken.result().isEmpty()) {
+            inFlight.remove(engine.iid());
+            return;
+          }
+          readUnder(taken.result().get(), engine, interval);
+        });
+  }
+
+  private void readUnder(Lock lock, EngineConfig engine, long interval) {
+    guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(engine.iid())))
+        .compose(text -> {
+          EngineLoad current = EngineLoad.fromJson(parse(text));
+          if (current != null && System.currentTimeMillis() - current.readAtMs() < interval * 9 / 10) {
+            return Future.succeededFuture(current);
+          }
+          return read(engine).compose(reading -> guard.<Void>execute(() -> this.<String>map(LOADS)
+              .compose(m -> m.put(engine.iid(), reading.toJson().encode()))).map(reading));
+        })
+        .onSuccess(table::applyLoad)
+        .onComplete(done -> {
+          lock.release();
+          inFlight.remove(engine.iid());
+        });
+  }
+
+  /** One {@code GET /metrics}, bounded by {@code placement.metrics_timeout_s}; a failure is a failed reading. */
+  Future<EngineLoad> read(EngineConfig engine) {
+    long timeout = config.get().placement().metricsTimeoutMs();
+    String url = engine.url().endsWith("/") ? engine.url() + "metrics" : engine.url() + "/metrics";
+    HttpRequest<Buffer> request = web.getAbs(url).timeout(timeout);
+    if (!apiKey.isEmpty()) request.bearerTokenAuthentication(apiKey);
+    return request.send().timeout(timeout, TimeUnit.MILLISECONDS).transform(ar -> {
+      long now = System.currentTimeMillis();
+      EngineLoad reading;
+      if (ar.failed()) {
+        reading = EngineLoad.failed(engine.iid(), now, replica, "could not read /metrics: " + ar.cause().getMessage());
+      } else if (ar.result().statusCode() != 200) {
+        reading = EngineLoad.failed(engine.iid(), now, replica, "/metrics answered HTTP " + ar.result().statusCode());
+      } else {
+        reading = EngineLoad.parse(engine.iid(), ar.result().bodyAsString(), now, replica);
+      }
+      counter(engine.iid(), reading.ok()).increment();
+      return Future.succeededFuture(reading);
+    });
+  }
+
+  /** Publishes this replica's legs sent since each engine's reading and takes every other replica's. */
+  private void exchangeSent(long interval) {
+    JsonObject mine = new JsonObject().put("at", System.currentTimeMillis()).put("engines", table.sentSinceReadings());
+    guard.<Void>execute(() -> this.<String>map(SENT).compose(m -> m.put(replica, mine.encode(), interval * 3)))
+        .compose(v -> guard.<Map<String, String>>execute(() -> this.<String>map(SENT).compose(AsyncMap::entries)))
+        .onSuccess(entries -> {
+          List<JsonObject> others = new ArrayList<>();
+          entries.forEach((who, text) -> {
+            JsonObject other = parse(text);
+            if (!replica.equals(who) && other != null && System.currentTimeMillis() - other.getLong("at", 0L) < interval * 3) {
+              others.add(other.getJsonObject("engines", new JsonObject()));
+            }
+          });
+          table.applyOthersSent(others);
+        });
+  }
+
+  /** Registers every engine's reading counters at zero (a series exists from start). */
+  void track(List<EngineConfig> engines) {
+    engines.forEach(e -> {
+      counter(e.iid(), true);
+      counter(e.iid(), false);
+    });
+  }
+
+  private Counter counter(String iid, boolean ok) {
+    return reads.computeIfAbsent(iid + (ok ? "/ok" : "/failed"), k -> Counter.builder("narwhal.engine.load.reads")
+        .description("readings of an engine's /metrics for placement, by outcome").tags("iid", iid, "outcome", ok ? "ok" : "failed")
+        .register(registry));
+  }
+
+  private <V> Future<AsyncMap<String, V>> map(String name) {
+    return vertx.sharedData().getAsyncMap(name);
+  }
+
+  private static JsonObject parse(String text) {
+    if (text == null) return null;
+    try {
+      return new JsonObject(text);
+    } catch (RuntimeException malformed) {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,159 @@
+package narwhal.placement;
+
+import io.vertx.core.json.JsonObject;
+import narwhal.common.config.EngineConfig;
+import narwhal.common.config.PlacementConfig;
+import narwhal.common.config.Role;
+import narwhal.common.fault.Phase;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Placement by engine load and by prefix (docs/operations.md#placement), on an injected clock. */
+class LoadAwarePlacementTest {
+  private final AtomicLong now = new AtomicLong(1_000_000);
+  private static final List<EngineConfig> FLEET = List.of(engine("P0", Role.PREFILL), engine("P1", Role.PREFILL),
+      engine("P2", Role.PREFILL), engine("P3", Role.PREFILL), engine("D0", Role.DECODE), engine("D1", Role.DECODE));
+
+  private static EngineConfig engine(String iid, Role role) {
+    return new EngineConfig(iid, "http://127.0.0.1:1/" + iid, role, "", "");
+  }
+
+  private static PlacementConfig policy(String policy) {
+    PlacementConfig d = PlacementConfig.defaults();
+    return new PlacementConfig(policy, d.metricsIntervalS(), d.metricsTimeoutS(), d.sessionHeader(), d.prefixBlockChars(),
+        d.prefixBlocks(), d.loadFactor());
+  }
+
+  private PlacementTable table(String policy) {
+    PlacementTable t = new PlacementTable(FLEET, now::get);
+    t.configure(policy(policy), 3);
+    return t;
+  }
+
+  private EngineLoad reading(String iid, double running, double waiting, double kv) {
+    return new EngineLoad(iid, running, waiting, kv, now.get(), "test", null);
+  }
+
+  private static String place(PlacementTable t, Phase phase, String affinity) {
+    return t.reserve(phase, Set.of(), null, affinity).orElseThrow().iid();
+  }
+
+  @Test
+  void decodeGoesToTheLeastLoadedEngineAndLegsSentSinceTheReadingCount() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    t.applyLoad(reading("D0", 10, 0, 0.1));
+    t.applyLoad(reading("D1", 4, 0, 0.1));
+    List<String> picks = new ArrayList<>();
+    for (int i = 0; i < 8; i++) picks.add(place(t, Phase.DECODE, null));
+    assertEquals(List.of("D1", "D1", "D1", "D1", "D1", "D1"), picks.subList(0, 6),
+        "D1 takes the burst until the legs sent since its reading make it as busy as D0: " + picks);
+    assertTrue(picks.subList(6, 8).contains("D0"), "then D0 gets work too: " + picks);
+    assertEquals("load", t.reserve(Phase.DECODE, Set.of(), null, null).orElseThrow().reason());
+  }
+
+  @Test
+  void aMissingFailedOrStaleReadingIsUnknownNeverIdle() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    t.applyLoad(reading("D0", 3, 0, 0));
+    t.applyLoad(EngineLoad.failed("D1", now.get(), "test", "could not read /metrics"));
+    assertEquals("D0", place(t, Phase.DECODE, null), "a failed reading is not an idle engine");
+    int d1 = 0;
+    for (int i = 0; i < 8; i++) if ("D1".equals(place(t, Phase.DECODE, null))) d1++;
+    assertTrue(d1 >= 2 && d1 <= 4, "unknown counts as busier than the busiest reading, not as unusable: D1 got " + d1 + " of 8");
+
+    PlacementTable stale = table(PlacementConfig.LOAD);
+    stale.applyLoad(reading("D1", 0, 0, 0));
+    now.addAndGet(10_000);
+    stale.applyLoad(reading("D0", 2, 0, 0));
+    assertEquals("D0", place(stale, Phase.DECODE, null), "D1's reading is three intervals old: unknown");
+
+    PlacementTable none = table(PlacementConfig.LOAD);
+    assertEquals("least_reserved", none.reserve(Phase.DECODE, Set.of(), null, null).orElseThrow().reason(),
+        "with no reading at all, reservations decide");
+  }
+
+  @Test
+  void aPrefixStaysOnOneProducerOnEveryReplicaUntilThatProducerIsLoaded() {
+    PlacementTable a = table(PlacementConfig.CACHE_AWARE);
+    PlacementTable b = table(PlacementConfig.CACHE_AWARE);
+    for (PlacementTable t : List.of(a, b)) {
+      for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 1, 0, 0));
+    }
+    Set<String> producers = new HashSet<>();
+    for (int group = 0; group < 40; group++) {
+      String affinity = "prefix:" + Long.toHexString(PlacementTable.fnv1a("system prompt " + group));
+      String onA = place(a, Phase.PREFILL, affinity);
+      assertEquals(onA, place(b, Phase.PREFILL, affinity), "both replicas choose the same producer for group " + group);
+      producers.add(onA);
+    }
+    assertEquals(4, producers.size(), "groups spread over every producer: " + producers);
+
+    PlacementTable t = table(PlacementConfig.CACHE_AWARE);
+    for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
+    String affinity = "prefix:abc";
+    String home = place(t, Phase.PREFILL, affinity);
+    assertEquals("prefix", t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow().reason());
+    t.applyLoad(new EngineLoad(home, 40, 10, 0, now.get() + 1, "test", null));
+    var spilled = t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow();
+    assertNotEquals(home, spilled.iid(), "a loaded producer sheds its prefix to the next in the prefix's order");
+    assertEquals("spill", spilled.reason());
+    assertEquals("session", a.reserve(Phase.PREFILL, Set.of(), null, "session:42").orElseThrow().reason());
+  }
+
+  @Test
+  void anEngineOnAFailureStreakGetsLessWorkBeforeItIsEjected() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    t.applyLoad(reading("D0", 2, 0, 0));
+    t.applyLoad(reading("D1", 2, 0, 0));
+    t.applyStreak("D1", "stream", 2);
+    int d1 = 0;
+    for (int i = 0; i < 12; i++) if ("D1".equals(place(t, Phase.DECODE, null))) d1++;
+    assertTrue(d1 <= 3, "D1, two failures from ejection, got " + d1 + " of 12");
+    t.applyStreak("D1", "stream", 0);
+    now.addAndGet(1);
+    t.applyLoad(reading("D0", 2, 0, 0));
+    t.applyLoad(reading("D1", 2, 0, 0));
+    int again = 0;
+    for (int i = 0; i < 12; i++) if ("D1".equals(place(t, Phase.DECODE, null))) again++;
+    assertEquals(6, again, "a reset streak weighs nothing");
+  }
+
+  @Test
+  void otherReplicasLegsSinceTheSameReadingCount() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    t.applyLoad(reading("D0", 0, 0, 0));
+    t.applyLoad(reading("D1", 0, 0, 0));
+    t.applyOthersSent(List.of(new JsonObject().put("D0", new JsonObject().put("reading_ms", now.get()).put("sent", 5))
+        .put("D1", new JsonObject().put("reading_ms", now.get() - 1).put("sent", 50))));
+    for (int i = 0; i < 5; i++) assertEquals("D1", place(t, Phase.DECODE, null),
+        "another replica sent 5 to D0 since its reading; its count for an older D1 reading is void");
+  }
+
+  @Test
+  void vllmMetricsTextIsReadAcrossRanks() {
+    String text = """
+        # HELP vllm:num_requests_running Number of requests in model execution batches.
+        # TYPE vllm:num_requests_running gauge
+        vllm:num_requests_running{engine="0",model_name="m"} 3.0
+        vllm:num_requests_running{engine="1",model_name="m"} 2.0
+        vllm:num_requests_waiting{engine="0",model_name="m"} 1.0
+        vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+        vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.5
+        """;
+    EngineLoad load = EngineLoad.parse("D0", text, 5, "r");
+    assertTrue(load.ok());
+    assertEquals(5.0, load.running());
+    assertEquals(1.0, load.waiting());
+    assertEquals(0.5, load.kvUsage());
+    assertTrue(!EngineLoad.parse("D0", "up 1\n", 5, "r").ok(), "no queue gauges: not a reading");
+  }
+}
