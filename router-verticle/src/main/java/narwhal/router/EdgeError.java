@@ -14,6 +14,14 @@ record EdgeError(int status, String type, String message, String param, Object c
     return new EdgeError(400, "invalid_request_error", message, param, null, "invalid_request", false);
   }
 
+  /**
+   * vLLM's own refusal of a request that does not fit the model's context ({@link ContextFit}): its type
+   * {@code BadRequestError}, its message and {@code param}; no leg was sent.
+   */
+  public static EdgeError contextLength(String message, String param) {
+    return new EdgeError(400, "BadRequestError", message, param, null, "context_length", false);
+  }
+
   public static EdgeError modelNotFound(String model) {
     return new EdgeError(404, "invalid_request_error", "The model `" + model + "` does not exist.", "model", "model_not_found",
         "model_not_found", false);

@@ -131,6 +131,22 @@ public final class EngineClient {
         .onFailure(err -> stream.fail(classify(err, Phase.DECODE)));
   }
 
+  /**
+   * vLLM's {@code POST /tokenize} on an engine, bounded by {@code timeoutMs}: its answer
+   * ({@code {count, max_model_len, tokens, token_strs}}), or a failure saying why there is none.
+   */
+  public Future<JsonObject> tokenize(String baseUrl, JsonObject body, String requestId, long timeoutMs) {
+    long bound = Math.max(1, timeoutMs);
+    return onContext(() -> http.request(post(baseUrl, "/tokenize", requestId).setIdleTimeout(bound))
+        .compose(req -> req.send(body.toBuffer()))
+        .compose(resp -> boundedBody(resp, Phase.PREFILL).map(buf -> {
+          if (resp.statusCode() != 200) {
+            throw new IllegalStateException("tokenize answered HTTP " + resp.statusCode() + ": " + errorMessage(buf));
+          }
+          return new JsonObject(buf);
+        })).timeout(bound, java.util.concurrent.TimeUnit.MILLISECONDS));
+  }
+
   public Future<Void> close() {
     return http.close();
   }
