@@ -22,6 +22,12 @@ record EdgeError(int status, String type, String message, String param, Object c
     return new EdgeError(400, "BadRequestError", message, param, null, "context_length", false);
   }
 
+  /** A known path asked with another method; the response carries {@code Allow: <allowed>}. */
+  public static EdgeError methodNotAllowed(String method, String path, String allowed) {
+    return new EdgeError(405, "invalid_request_error", "Method Not Allowed: " + method + " " + path + " (allowed: " + allowed + ")",
+        null, null, "method_not_allowed", false);
+  }
+
   public static EdgeError modelNotFound(String model) {
     return new EdgeError(404, "invalid_request_error", "The model `" + model + "` does not exist.", "model", "model_not_found",
         "model_not_found", false);
