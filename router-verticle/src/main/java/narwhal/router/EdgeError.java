@@ -10,8 +10,9 @@ import io.vertx.core.json.JsonObject;
  */
 record EdgeError(int status, String type, String message, String param, Object code, String reason, boolean retryAfter) {
 
+  /** A request the router refuses as invalid: vLLM's type for a 400, {@code BadRequestError}; {@code param} names the field. */
   public static EdgeError invalid(String message, String param) {
-    return new EdgeError(400, "invalid_request_error", message, param, null, "invalid_request", false);
+    return new EdgeError(400, "BadRequestError", message, param, null, "invalid_request", false);
   }
 
   /**
@@ -29,7 +30,7 @@ record EdgeError(int status, String type, String message, String param, Object c
   }
 
   public static EdgeError modelNotFound(String model) {
-    return new EdgeError(404, "invalid_request_error", "The model `" + model + "` does not exist.", "model", "model_not_found",
+    return new EdgeError(404, "NotFoundError", "The model `" + model + "` does not exist.", "model", null,
         "model_not_found", false);
   }
 

@@ -291,7 +291,8 @@ final class RequestLifecycle {
     // Before output an engine's own error type (4xx answer, error object) reaches the client as is; once output
     // exists the failure ends the stream (or the assembled answer) with the phase as its type (docs/errors.md).
     String errorType = a.decodeOutput ? fault.phase().wireName() : fault.errorType();
-    EdgeError error = new EdgeError(fault.status(), errorType, fault.detail(), null, null, fault.kind().reason(), false);
+    EdgeError error = new EdgeError(fault.status(), errorType, fault.detail(), a.decodeOutput ? null : fault.param(),
+        a.decodeOutput ? null : fault.code(), fault.kind().reason(), false);
     sink.fail(error);
     String terminal = fault.kind() == FaultKind.HANDOFF_EXPIRED ? "expired" : "failed";
     if ("expired".equals(terminal)) ctx.metrics().expired(fault.kind().reason()); else ctx.metrics().failed(fault.kind().reason());

@@ -124,7 +124,7 @@ public final class EngineClient {
             stream.read(resp);
           } else {
             boundedBody(resp, Phase.DECODE).onComplete(ar -> stream.fail(ar.succeeded()
-                ? EngineFault.ofStatus(Phase.DECODE, resp.statusCode(), errorMessage(ar.result()))
+                ? EngineFault.ofStatus(Phase.DECODE, resp.statusCode(), errorMessage(ar.result()), errorObject(ar.result()))
                 : classify(ar.cause(), Phase.DECODE)));
           }
         })
@@ -171,7 +171,7 @@ public final class EngineClient {
 
   private PrefillResult toPrefillResult(PrefillCall call, HttpClientResponse resp, Buffer buf, Instant started, long startedNanos) {
     long completedNanos = System.nanoTime();
-    if (resp.statusCode() != 200) throw EngineFault.ofStatus(Phase.PREFILL, resp.statusCode(), errorMessage(buf));
+    if (resp.statusCode() != 200) throw EngineFault.ofStatus(Phase.PREFILL, resp.statusCode(), errorMessage(buf), errorObject(buf));
     Object descriptor;
     try {
       descriptor = StreamingJson.field(buf.getBytes(), "kv_transfer_params");
@@ -252,6 +252,18 @@ public final class EngineClient {
       // an error body that is not JSON carries no message we can trust
     }
     return "";
+  }
+
+  /** The engine's error object: vLLM's nested {@code error} or its older flat shape; null when the body has neither. */
+  public static JsonObject errorObject(Buffer body) {
+    try {
+      JsonObject json = new JsonObject(body);
+      if (json.getValue("error") instanceof JsonObject err) return err;
+      if ("error".equals(json.getValue("object"))) return json;
+    } catch (RuntimeException notJson) {
+      // no object to keep
+    }
+    return null;
   }
 
   static String join(String baseUrl, String endpoint) {
