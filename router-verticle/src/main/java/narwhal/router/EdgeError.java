@@ -29,6 +29,11 @@ record EdgeError(int status, String type, String message, String param, Object c
         null, null, "method_not_allowed", false);
   }
 
+  /** A cross-origin request from an origin {@code server.cors.allowed_origins} does not list ({@link Cors}). */
+  public static EdgeError corsRejected() {
+    return new EdgeError(403, "invalid_request_error", "CORS Rejected - Invalid origin", null, null, "cors_rejected", false);
+  }
+
   public static EdgeError modelNotFound(String model) {
     return new EdgeError(404, "NotFoundError", "The model `" + model + "` does not exist.", "model", null,
         "model_not_found", false);

@@ -162,6 +162,7 @@ final class RouterInstance extends VerticleBase {
       rc.response().putHeader("x-request-id", rid);
       rc.next();
     });
+    router.route().handler(Cors.handler(cfg.server().cors()));
     BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
     router.route("/v1/*").handler(this::clientKey);
     router.post("/v1/*").handler(this::declaredSize);
@@ -234,7 +235,8 @@ final class RouterInstance extends VerticleBase {
       EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(config.get().serving().maxRequestBytes()), "invalid");
       return;
     }
-    EdgeError error = status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
+    EdgeError error = status == 403 ? EdgeError.corsRejected()
+        : status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
         : status >= 400 && status < 500 ? EdgeError.invalid("malformed request", null)
         : new EdgeError(500, "internal_error", "internal router error", null, null, "internal", false);
     error.send(rc.response());
