@@ -34,6 +34,12 @@ record EdgeError(int status, String type, String message, String param, Object c
     return new EdgeError(403, "invalid_request_error", "CORS Rejected - Invalid origin", null, null, "cors_rejected", false);
   }
 
+  /** An {@code Expect} other than {@code 100-continue}: 417, as vLLM's server answers it. */
+  public static EdgeError expectationFailed(String expectation) {
+    return new EdgeError(417, "invalid_request_error", "Expect: " + expectation + " is not supported (only 100-continue)", null,
+        null, "expectation_failed", false);
+  }
+
   public static EdgeError modelNotFound(String model) {
     return new EdgeError(404, "NotFoundError", "The model `" + model + "` does not exist.", "model", null,
         "model_not_found", false);

@@ -236,6 +236,7 @@ final class RouterInstance extends VerticleBase {
       return;
     }
     EdgeError error = status == 403 ? EdgeError.corsRejected()
+        : status == 417 ? EdgeError.expectationFailed(rc.request().getHeader("expect"))
         : status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
         : status >= 400 && status < 500 ? EdgeError.invalid("malformed request", null)
         : new EdgeError(500, "internal_error", "internal router error", null, null, "internal", false);

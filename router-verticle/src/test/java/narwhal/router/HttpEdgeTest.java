@@ -95,4 +95,19 @@ class HttpEdgeTest {
         .put("server", new io.vertx.core.json.JsonObject().put("cors", new io.vertx.core.json.JsonObject().put("allowed_methods", "GET")))));
     assertTrue(e.getMessage().contains("server.cors.allowed_methods"), e.getMessage());
   }
+
+  @Test
+  void anUnknownExpectationIs417AndStreamsAreUtf8EventStreams() throws Exception {
+    try (java.net.Socket socket = new java.net.Socket("127.0.0.1", h.router.actualPort())) {
+      String body = "{\"prompt\":\"hi\",\"max_tokens\":2}";
+      socket.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: teapot\r\n"
+          + "Content-Length: " + body.length() + "\r\nConnection: close\r\n\r\n" + body).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      socket.setSoTimeout(10_000);
+      String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      assertTrue(answer.startsWith("HTTP/1.1 417 "), answer);
+    }
+    RouterHarness.Reply stream = h.post("/v1/completions", new io.vertx.core.json.JsonObject().put("prompt", "hi").put("max_tokens", 2)
+        .put("stream", true));
+    assertEquals("text/event-stream; charset=utf-8", stream.contentType());
+  }
 }
