@@ -68,7 +68,7 @@ final class InferenceHandler implements Handler<RoutingContext> {
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos);
     ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn())
-        : new JsonAssembler(rc.response(), chat, rid, cfg.model(), body.getValue("tool_choice"));
+        : new JsonAssembler(rc.response(), chat, rid, cfg.model(), body.getValue("tool_choice"), arrived.getEpochSecond());
     new RequestLifecycle(ctx, request, sink, ctx.admission()::finished).start();
   }
 

@@ -110,4 +110,11 @@ class HttpEdgeTest {
         .put("stream", true));
     assertEquals("text/event-stream; charset=utf-8", stream.contentType());
   }
+
+  @Test
+  void aNonStreamedAnswerIsCreatedAtArrival() throws Exception {
+    RouterHarness.Reply reply = h.post("/v1/completions", new io.vertx.core.json.JsonObject().put("prompt", "when").put("max_tokens", 2));
+    long arrived = java.time.Instant.parse(h.journalRow(reply.requestId()).getString("arrived")).getEpochSecond();
+    assertEquals(arrived, reply.json().getLong("created"));
+  }
 }
