@@ -52,6 +52,7 @@ public final class EngineFacts {
   /** Forgets an engine's facts (it was re-pointed or removed): until learned again, configuration stands. */
   public void forget(String iid) {
     byIid.remove(iid);
+    contexts.remove(iid);
   }
 
   public Facts get(String iid) {
