@@ -84,7 +84,7 @@ final class CompletionRequest {
       && !Boolean.FALSE.equals(((JsonObject) streamOptions).getValue("include_usage"));
 
     Object n = body.getValue("n");
-    if (n != null && !(n instanceof Integer && (Integer) n == 1)) {
+    if (n != null && !Long.valueOf(1).equals(laxInteger(n))) {
       throw ApiError.badRequest("n must be 1: the simulator generates one sequence per request", "n");
     }
     this.temperature = number(body, "temperature", 1.0);
@@ -97,27 +97,12 @@ final class CompletionRequest {
 
     String limitKey = chat && body.getValue("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
     Object limit = body.getValue(limitKey);
-    if (promptTokens > options.getMaxModelLen()) {
-      throw ApiError.badRequest("This model's maximum context length is " + options.getMaxModelLen()
-        + " tokens. However, your request has " + promptTokens
-        + " input tokens. Please reduce the length of the input messages.", chat ? "messages" : "prompt");
+    long requested = limit == null ? 0 : integer(body, limitKey, 16L);
+    if (limit != null && requested < 1) {
+      throw ApiError.badRequest("max_tokens must be at least 1, got " + requested + ".", limitKey);
     }
-    if (limit == null) {
-      this.maxTokens = Math.min(16, options.getMaxModelLen() - promptTokens);
-    } else {
-      long requested = integer(body, limitKey, 16L);
-      if (requested < 1) {
-        throw ApiError.badRequest("max_tokens must be at least 1, got " + requested + ".", limitKey);
-      }
-      if (promptTokens + requested > options.getMaxModelLen()) {
-        throw ApiError.badRequest("This model's maximum context length is " + options.getMaxModelLen()
-          + " tokens. However, you requested " + (promptTokens + requested) + " tokens (" + promptTokens
-          + " in the " + (chat ? "messages" : "prompt") + ", " + requested
-          + " in the completion). Please reduce the length of the " + (chat ? "messages" : "prompt")
-          + " or completion.", limitKey);
-      }
-      this.maxTokens = (int) requested;
-    }
+    ContextLength.check(options.getMaxModelLen(), limitKey, requested, promptTokens, tokenPrompt(body));
+    this.maxTokens = limit == null ? Math.min(16, options.getMaxModelLen() - promptTokens) : (int) requested;
 
     Object kv = body.getValue("kv_transfer_params");
     if (kv != null && !(kv instanceof JsonObject)) {
@@ -219,6 +204,12 @@ final class CompletionRequest {
     throw ApiError.badRequest("stop must be a string or a list of strings", "stop");
   }
 
+  /** A completions prompt given as token ids: vLLM counts it exactly instead of tokenizing a truncated text. */
+  private static boolean tokenPrompt(JsonObject body) {
+    return body.getValue("prompt") instanceof JsonArray && !((JsonArray) body.getValue("prompt")).isEmpty()
+      && ((JsonArray) body.getValue("prompt")).stream().allMatch(t -> t instanceof Integer || t instanceof Long);
+  }
+
   static CompletionRequest parse(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {
     return new CompletionRequest(chat, path, body, headerId, options);
   }
@@ -302,6 +293,13 @@ final class CompletionRequest {
     if (v == null) {
       return def;
     }
+    if (v instanceof String) {
+      try {
+        return Double.parseDouble(((String) v).strip());
+      } catch (NumberFormatException e) {
+        throw ApiError.badRequest(key + " must be a number", key);
+      }
+    }
     if (!(v instanceof Number)) {
       throw ApiError.badRequest(key + " must be a number", key);
     }
@@ -313,9 +311,25 @@ final class CompletionRequest {
     if (v == null) {
       return def;
     }
-    if (!(v instanceof Integer || v instanceof Long)) {
+    Long coerced = laxInteger(v);
+    if (coerced == null) {
       throw ApiError.badRequest(key + " must be an integer", key);
     }
-    return ((Number) v).longValue();
+    return coerced;
+  }
+
+  /** Pydantic's lax integer: an integer, an integral float ({@code 8.0}) or a decimal string ({@code "8"}); else null. */
+  static Long laxInteger(Object v) {
+    if (v instanceof Integer || v instanceof Long) {
+      return ((Number) v).longValue();
+    }
+    if (v instanceof Double || v instanceof Float) {
+      double d = ((Number) v).doubleValue();
+      return d == Math.rint(d) && Math.abs(d) < 9.0e15 ? (long) d : null;
+    }
+    if (v instanceof String && ((String) v).strip().matches("[+-]?\\d{1,18}")) {
+      return Long.parseLong(((String) v).strip().replace("+", ""));
+    }
+    return null;
   }
 }

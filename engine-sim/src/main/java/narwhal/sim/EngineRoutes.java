@@ -30,6 +30,8 @@ final class EngineRoutes {
     router.post("/v1/chat/completions").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
       .handler(ctx -> inference.handle(ctx, true));
     router.get("/v1/models").handler(ctx -> json(ctx, 200, models(engine)));
+    router.post("/tokenize").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
+      .handler(ctx -> TokenizeRoute.handle(ctx, engine));
     router.get("/health").handler(ctx -> health(ctx, engine));
     router.get("/ping").handler(ctx -> health(ctx, engine));
     router.post("/ping").handler(ctx -> health(ctx, engine));

@@ -23,6 +23,7 @@ final class EngineStats {
   final AtomicLong prefixHits = new AtomicLong();
   final Histogram ttft = new Histogram(Histogram.TTFT_BUCKETS);
   final Histogram e2e = new Histogram(Histogram.REQUEST_LATENCY_BUCKETS);
+  final AtomicLong tokenizeRequests = new AtomicLong();
 
   /** Prefix cache hits over queries, in tokens (vLLM's hit rate); 0 before any query. */
   double hitRate() {
@@ -51,6 +52,7 @@ final class EngineStats {
       .put("prefix_cache_queries", prefixQueries.get())
       .put("prefix_cache_hits", prefixHits.get())
       .put("prefix_cache_hit_rate", hitRate())
-      .put("engine_steps", steps);
+      .put("engine_steps", steps)
+      .put("tokenize_requests", tokenizeRequests.get());
   }
 }

@@ -188,10 +188,13 @@ class EndpointShapesTest {
     assertBadRequest(http.post(engine, "/v1/completions", SimClient.completion("x").put("prompt", 42)));
     assertBadRequest(http.postRaw(engine.port(), "/v1/completions", Buffer.buffer("{not json")));
 
-    SimClient.Reply tooLong = http.post(engine, "/v1/completions", SimClient.completion("a b c d").put("max_tokens", 100));
+    SimClient.Reply tooLong = http.post(engine, "/v1/completions", SimClient.completion("a b c d").put("max_tokens", 61));
     assertBadRequest(tooLong);
-    assertTrue(tooLong.json().getJsonObject("error").getString("message")
-      .startsWith("This model's maximum context length is 64 tokens."));
+    assertEquals("This model's maximum context length is 64 tokens. However, you requested 61 output tokens and your "
+      + "prompt contains at least 4 input tokens, for a total of at least 65 tokens. Please reduce the length of the input "
+      + "prompt or the number of requested output tokens. (parameter=input_tokens, value=4)",
+      tooLong.json().getJsonObject("error").getString("message"));
+    assertEquals("input_tokens", tooLong.json().getJsonObject("error").getString("param"));
   }
 
   private static void assertBadRequest(SimClient.Reply r) {

@@ -10,12 +10,38 @@ import io.vertx.core.json.JsonObject;
  */
 record EdgeError(int status, String type, String message, String param, Object code, String reason, boolean retryAfter) {
 
+  /** A request the router refuses as invalid: vLLM's type for a 400, {@code BadRequestError}; {@code param} names the field. */
   public static EdgeError invalid(String message, String param) {
-    return new EdgeError(400, "invalid_request_error", message, param, null, "invalid_request", false);
+    return new EdgeError(400, "BadRequestError", message, param, null, "invalid_request", false);
+  }
+
+  /**
+   * vLLM's own refusal of a request that does not fit the model's context ({@link ContextFit}): its type
+   * {@code BadRequestError}, its message and {@code param}; no leg was sent.
+   */
+  public static EdgeError contextLength(String message, String param) {
+    return new EdgeError(400, "BadRequestError", message, param, null, "context_length", false);
+  }
+
+  /** A known path asked with another method; the response carries {@code Allow: <allowed>}. */
+  public static EdgeError methodNotAllowed(String method, String path, String allowed) {
+    return new EdgeError(405, "invalid_request_error", "Method Not Allowed: " + method + " " + path + " (allowed: " + allowed + ")",
+        null, null, "method_not_allowed", false);
+  }
+
+  /** A cross-origin request from an origin {@code server.cors.allowed_origins} does not list ({@link Cors}). */
+  public static EdgeError corsRejected() {
+    return new EdgeError(403, "invalid_request_error", "CORS Rejected - Invalid origin", null, null, "cors_rejected", false);
+  }
+
+  /** An {@code Expect} other than {@code 100-continue}: 417, as vLLM's server answers it. */
+  public static EdgeError expectationFailed(String expectation) {
+    return new EdgeError(417, "invalid_request_error", "Expect: " + expectation + " is not supported (only 100-continue)", null,
+        null, "expectation_failed", false);
   }
 
   public static EdgeError modelNotFound(String model) {
-    return new EdgeError(404, "invalid_request_error", "The model `" + model + "` does not exist.", "model", "model_not_found",
+    return new EdgeError(404, "NotFoundError", "The model `" + model + "` does not exist.", "model", null,
         "model_not_found", false);
   }
 

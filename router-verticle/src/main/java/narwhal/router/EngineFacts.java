@@ -5,14 +5,40 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * What engines attested about themselves (preflight fills it): the KV lease, which bounds handoff age, and
- * the KV side channel, which a descriptor must name. Unknown facts fall back to configuration.
+ * the KV side channel, which a descriptor must name. Unknown facts fall back to configuration. Beside them, each
+ * engine's context ({@code max_model_len} from {@code /v1/models} or {@code /tokenize}) and how many tokens its
+ * tokenizer adds to a one-character prompt, which bound a prompt's tokens by its bytes ({@link ContextFit}).
  */
 public final class EngineFacts {
   /** One engine's attested facts; null fields are unknown. */
   public record Facts(Double kvLeaseS, String sideChannel, String connector) {
   }
 
+  /** One engine's context: {@code max_model_len}, and the token count of the prompt {@code "x"} (null: unknown). */
+  public record Context(int maxModelLen, Integer oneCharTokens) {
+  }
+
   private final Map<String, Facts> byIid = new ConcurrentHashMap<>();
+  private final Map<String, Context> contexts = new ConcurrentHashMap<>();
+
+  /** Records an engine's {@code max_model_len}, keeping what is known of its tokenizer. */
+  public void maxModelLen(String iid, int maxModelLen) {
+    contexts.merge(iid, new Context(maxModelLen, null), (old, now) -> new Context(maxModelLen, old.oneCharTokens()));
+  }
+
+  /** Records how many tokens the engine makes of the prompt {@code "x"} (its added special tokens included). */
+  public void oneCharTokens(String iid, int tokens) {
+    contexts.computeIfPresent(iid, (k, old) -> new Context(old.maxModelLen(), tokens));
+  }
+
+  public Context context(String iid) {
+    return contexts.get(iid);
+  }
+
+  /** The smallest {@code max_model_len} any engine reported: a decode may land on any of them. Null when none did. */
+  public Integer smallestContext() {
+    return contexts.values().stream().map(Context::maxModelLen).min(Integer::compare).orElse(null);
+  }
 
   public void put(String iid, Facts facts) {
     byIid.put(iid, facts);
@@ -26,6 +52,7 @@ public final class EngineFacts {
   /** Forgets an engine's facts (it was re-pointed or removed): until learned again, configuration stands. */
   public void forget(String iid) {
     byIid.remove(iid);
+    contexts.remove(iid);
   }
 
   public Facts get(String iid) {

@@ -17,8 +17,8 @@ import java.util.logging.Logger;
 /**
  * Keeps {@link EngineFacts} true across hot reloads: an engine that a reload adds, or whose {@code url}, {@code role},
  * {@code attestation_url} or {@code kv_side_channel} it changes (an engine moved to another host under the same iid),
- * is a new engine: its old facts are forgotten at once and its attestation is read again, so a handoff from it is
- * checked against what the engine now attests, not against the engine it replaced. (The breaker keeps such an engine
+ * is a new engine: its old facts are forgotten at once and its attestation and context ({@code max_model_len}) are read
+ * again, so a handoff from it is checked against what the engine now attests, not against the engine it replaced. (The breaker keeps such an engine
  * out until its readmission checks pass.)
  */
 final class FactsRelearner {
@@ -39,6 +39,9 @@ final class FactsRelearner {
     for (EngineConfig engine : engines) {
       if (engine.equals(known.get(engine.iid()))) continue;
       facts.forget(engine.iid());
+      checks.modelCard(engine).onSuccess(card -> {
+        if (card.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(engine.iid(), n.intValue());
+      });
       checks.attestation(engine)
           .onSuccess(attested -> facts.learn(engine.iid(), attested))
           .onFailure(err -> LOG.info(() -> "engine " + engine.iid() + ": no attestation after the reload ("

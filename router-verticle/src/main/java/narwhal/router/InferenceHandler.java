@@ -72,7 +72,7 @@ final class InferenceHandler implements Handler<RoutingContext> {
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos,
         PromptAffinity.of(body, chat, session, placement));
     ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn())
-        : new JsonAssembler(rc.response(), chat, rid, cfg.model(), body.getValue("tool_choice"));
+        : new JsonAssembler(rc.response(), chat, rid, cfg.model(), body.getValue("tool_choice"), arrived.getEpochSecond());
     new RequestLifecycle(ctx, request, sink, ctx.admission()::finished).start();
   }
 

@@ -18,10 +18,13 @@ final class JsonAssembler implements ClientSink {
   private final String toolCallContent;
   private AnswerAssembly answer;
   private long outputLength;
+  private final long created;
   private boolean outputSeen;
 
-  JsonAssembler(HttpServerResponse response, boolean chat, String rid, String model, Object toolChoice) {
+  /** @param created the answer's {@code created}: the request's arrival, in epoch seconds, as vLLM stamps it */
+  JsonAssembler(HttpServerResponse response, boolean chat, String rid, String model, Object toolChoice, long created) {
     this.response = response;
+    this.created = created;
     this.chat = chat;
     this.id = (chat ? "chatcmpl-" : "cmpl-") + rid;
     this.model = model;
@@ -49,7 +52,7 @@ final class JsonAssembler implements ClientSink {
 
   @Override
   public void complete(DecodeEnd end) {
-    JsonObject body = answer.body(id, System.currentTimeMillis() / 1000, model, end.finishReason(), end.usage());
+    JsonObject body = answer.body(id, created, model, end.finishReason(), end.usage());
     if (!response.ended() && !response.closed()) {
       response.setStatusCode(200).putHeader("content-type", "application/json").end(body.toBuffer());
     }

@@ -20,7 +20,8 @@ import java.util.function.UnaryOperator;
  * pinned {@code engine_contract}; every prefill-permitted engine producing a valid handoff; every
  * role-permitted producer→consumer pair decoding with it. Talks to engines through {@link EngineChecks}, as the
  * breaker's probes do, so the engines' API key and bounds are the same. Records attested facts (KV lease, side
- * channel, connector) for the router as it goes. A failed row says why.
+ * channel, connector) and each engine's context ({@code max_model_len}, its tokenizer's special tokens) for the
+ * router as it goes. A failed row says why.
  */
 public final class Preflight {
   private final Vertx vertx;
@@ -80,8 +81,12 @@ public final class Preflight {
 
   private Future<Void> engineChecks(EngineChecks engines, EngineConfig engine, Consumer<PreflightReport.Check> record) {
     return step(engines.health(engine), engine.iid(), "health", "200", record).compose(healthy -> !healthy ? Future.succeededFuture()
-        : step(engines.modelListed(engine), engine.iid(), "model", cfg.model(), record)
-            .compose(listed -> engines.attestation(engine).transform(ar -> {
+        : step(engines.modelCard(engine).map(card -> {
+              if (card.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(engine.iid(), n.intValue());
+              return null;
+            }).mapEmpty(), engine.iid(), "model", cfg.model(), record)
+            .compose(listed -> learnTokenizer(engines, engine))
+            .compose(v -> engines.attestation(engine).transform(ar -> {
               boolean pinned = cfg.engineContract() != null;
               if (ar.failed()) {
                 String why = CheckFailure.reasonOf(ar.cause());
@@ -96,6 +101,20 @@ public final class Preflight {
                   mismatch == null ? (pinned ? "matches" : "no contract pinned") : mismatch));
               return Future.succeededFuture();
             })));
+  }
+
+  /**
+   * How many tokens the engine makes of a one-character prompt (its special tokens): with it a short prompt's fit in
+   * the context is settled by its size alone. An engine without {@code /tokenize} leaves it unknown; not a failed check.
+   */
+  private Future<Void> learnTokenizer(EngineChecks engines, EngineConfig engine) {
+    if (facts.context(engine.iid()) == null) return Future.succeededFuture();
+    return engines.tokenize(engine, new io.vertx.core.json.JsonObject().put("model", cfg.model()).put("prompt", "x"))
+        .<Void>map(answer -> {
+          if (answer.getValue("count") instanceof Number n) facts.oneCharTokens(engine.iid(), n.intValue());
+          return null;
+        })
+        .otherwiseEmpty();
   }
 
   private Future<Void> transferCheck(EngineChecks engines, EngineConfig producer, EngineConfig consumer,

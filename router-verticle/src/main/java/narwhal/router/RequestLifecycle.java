@@ -59,11 +59,23 @@ final class RequestLifecycle {
   private Attempt retried;
   private EngineFault retriedFault;
   private JsonObject retriedEntry;
+  private boolean fitChecked;
+  private int handoffsLeft;
 
   /** A retry found no credit left when its prefill was about to dispatch (another request spent it meanwhile). */
   private static final class RetryDenied extends RuntimeException {
     RetryDenied() {
       super("no retry credit at dispatch", null, false, false);
+    }
+  }
+
+  /** The request does not fit the model's context ({@link ContextFit}): refused before any leg. */
+  private static final class ContextRefused extends RuntimeException {
+    final EdgeError error;
+
+    ContextRefused(EdgeError error) {
+      super(error.message(), null, false, false);
+      this.error = error;
     }
   }
 
@@ -74,6 +86,7 @@ final class RequestLifecycle {
     Reservation consumer;
     PrefillResult handoff;
     boolean decodeOutput;
+    boolean handoffLeft;
 
     Attempt(int number) {
       this.number = number;
@@ -99,6 +112,7 @@ final class RequestLifecycle {
     Attempt a = new Attempt(++attempt);
     current = a;
     reserve(Phase.PREFILL, null)
+        .compose(producer -> fits(producer).map(producer))
         .compose(producer -> prefill(a, producer))
         .compose(handoff -> reserve(Phase.DECODE, a.producer.iid()).map(consumer -> {
           a.consumer = consumer;
@@ -114,6 +128,17 @@ final class RequestLifecycle {
     return ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid,
             phase == Phase.PREFILL ? request.affinity() : null))
         .onSuccess(held::add);
+  }
+
+  /** The first attempt asks whether the request fits the context; a request that does not is refused here. */
+  private Future<Void> fits(Reservation producer) {
+    if (fitChecked) return Future.succeededFuture();
+    fitChecked = true;
+    return ContextFit.check(ctx, request, producer).compose(refusal -> {
+      if (refusal.isEmpty()) return Future.succeededFuture();
+      release(producer);
+      return Future.failedFuture(new ContextRefused(refusal.get()));
+    });
   }
 
   private Future<PrefillResult> prefill(Attempt a, Reservation producer) {
@@ -200,6 +225,14 @@ final class RequestLifecycle {
       retryDenied(a);
       return;
     }
+    if (err instanceof ContextRefused refused) {
+      attempt = 0;
+      current = null;
+      sink.fail(refused.error);
+      ctx.metrics().invalid();
+      finish("invalid", refused.error.reason(), refused.error.status(), refused.error.type());
+      return;
+    }
     if (err instanceof ReplyException reply) {
       noEngine(reply);
       return;
@@ -224,6 +257,7 @@ final class RequestLifecycle {
         .put("decode_iid", a.consumer == null ? null : a.consumer.iid()).put("status", fault.status())
         .put("transient", transientFault).put("output_started", sink.committed()).put("retry_reason", retryReason)
         .put("backoff_s", retry ? backoffMs / 1000.0 : null).put("error_message", fault.detail());
+    if (leftToLease(a)) entry.put("handoff", "left_to_lease");
     attemptFailures.add(entry);
     ctx.metrics().attemptFailure(fault.phase().wireName(), fault.kind().reason());
     if (retry) {
@@ -258,7 +292,8 @@ final class RequestLifecycle {
     // Before output an engine's own error type (4xx answer, error object) reaches the client as is; once output
     // exists the failure ends the stream (or the assembled answer) with the phase as its type (docs/errors.md).
     String errorType = a.decodeOutput ? fault.phase().wireName() : fault.errorType();
-    EdgeError error = new EdgeError(fault.status(), errorType, fault.detail(), null, null, fault.kind().reason(), false);
+    EdgeError error = new EdgeError(fault.status(), errorType, fault.detail(), a.decodeOutput ? null : fault.param(),
+        a.decodeOutput ? null : fault.code(), fault.kind().reason(), false);
     sink.fail(error);
     String terminal = fault.kind() == FaultKind.HANDOFF_EXPIRED ? "expired" : "failed";
     if ("expired".equals(terminal)) ctx.metrics().expired(fault.kind().reason()); else ctx.metrics().failed(fault.kind().reason());
@@ -296,6 +331,19 @@ final class RequestLifecycle {
     finish("cancelled", "client_disconnected", 499, null);
   }
 
+  /**
+   * Whether attempt {@code a} leaves its prefill's KV blocks to the producer's lease: the prefill handed off and no
+   * decode output followed, so no consumer is known to have read them, and nothing else frees them (vLLM has no
+   * abort API for a finished prefill). Counted once per attempt.
+   */
+  private boolean leftToLease(Attempt a) {
+    if (a == null || a.handoff == null || a.decodeOutput || a.handoffLeft) return false;
+    a.handoffLeft = true;
+    handoffsLeft++;
+    ctx.metrics().handoffLeft();
+    return true;
+  }
+
   private void release(Reservation reservation) {
     if (reservation != null && held.remove(reservation)) ctx.controlBus().release(reservation);
   }
@@ -310,6 +358,7 @@ final class RequestLifecycle {
     if (backoffTimer >= 0) ctx.vertx().cancelTimer(backoffTimer);
     cancelLegs.tryComplete();
     if (decode != null) decode.cancel();
+    if (!"completed".equals(terminal)) leftToLease(current);
     for (Reservation r : List.copyOf(held)) release(r);
     if (ttftNanos >= 0) ctx.metrics().ttft(ttftNanos);
     if (firstByteNanos >= 0) ctx.metrics().firstByte(firstByteNanos);
@@ -329,7 +378,7 @@ final class RequestLifecycle {
         .put("decode_placement", hasDecode ? a.consumer.reason() : null)
         .put("crossed", hasDecode ? !a.consumer.iid().equals(a.producer.iid()) : null)
         .put("attempts", attempt).put("attempt_failures", new JsonArray(new ArrayList<>(attemptFailures)))
-        .put("output_len", sink.outputLength())
+        .put("output_len", sink.outputLength()).put("handoffs_left", handoffsLeft)
         .put("duration_s", (System.nanoTime() - request.arrivedNanos()) / 1e9);
   }
 

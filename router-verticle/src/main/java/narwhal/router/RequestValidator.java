@@ -7,7 +7,8 @@ import java.util.Optional;
 
 /**
  * Checks a client's completion or chat body at the edge (docs/errors.md): the fields the router relies on must
- * have the right types, {@code n} and {@code best_of} must be 1, and the model must be the fleet's. Other
+ * have the right types, {@code n} and {@code best_of} must be 1, and the model must be the fleet's. Numbers are
+ * taken as vLLM's validation takes them ({@link LaxNumbers}: {@code "8"} and {@code 8.0} are the integer 8). Other
  * fields pass through to the engines untouched; a client {@code kv_transfer_params} is ignored here and
  * never forwarded.
  */
@@ -30,44 +31,53 @@ final class RequestValidator {
       }
     } else if (!validPrompt(body.getValue("prompt"))) {
       return invalid("prompt", "a non-empty string or array of strings or token ids");
+    } else if (batch(body.getValue("prompt")) > 1) {
+      return Optional.of(EdgeError.invalid("prompt: a batch of " + batch(body.getValue("prompt")) + " prompts; this router "
+          + "serves one prompt per request (one KV handoff per prefill): send each prompt as its own request", "prompt"));
     }
     Object stream = body.getValue("stream");
     if (stream != null && !(stream instanceof Boolean)) return invalid("stream", "a boolean");
     Object streamOptions = body.getValue("stream_options");
     if (streamOptions != null && !(streamOptions instanceof JsonObject)) return invalid("stream_options", "an object");
     if (streamOptions != null && !Boolean.TRUE.equals(stream)) {
-      return Optional.of(EdgeError.invalid("stream_options: only allowed when stream is true", "stream_options"));
+      return Optional.of(EdgeError.invalid("Stream options can only be defined when `stream=True`.", "stream_options"));
     }
     for (String field : new String[] {"max_tokens", "max_completion_tokens"}) {
       Object v = body.getValue(field);
-      if (v != null && !(isInteger(v) && ((Number) v).longValue() >= 1)) return invalid(field, "an integer >= 1");
+      Long limit = LaxNumbers.integer(v);
+      if (v != null && !(limit != null && limit >= 1)) return invalid(field, "an integer >= 1");
     }
     for (String field : new String[] {"n", "best_of"}) {
       Object v = body.getValue(field);
-      if (v != null && !(isInteger(v) && ((Number) v).longValue() == 1)) {
+      if (v != null && !Long.valueOf(1).equals(LaxNumbers.integer(v))) {
         return Optional.of(EdgeError.invalid(field + ": must be 1: disaggregated serving produces one choice", field));
       }
     }
     for (String field : new String[] {"temperature", "top_p", "presence_penalty", "frequency_penalty"}) {
       Object v = body.getValue(field);
-      if (v != null && !(v instanceof Number)) return invalid(field, "a number");
+      if (v != null && !LaxNumbers.isNumber(v)) return invalid(field, "a number");
     }
     Object seed = body.getValue("seed");
-    if (seed != null && !isInteger(seed)) return invalid("seed", "an integer");
+    if (seed != null && LaxNumbers.integer(seed) == null) return invalid("seed", "an integer");
     return Optional.empty();
+  }
+
+  /**
+   * How many prompts a completions {@code prompt} holds: a list of strings or of token-id lists is a batch, one
+   * each; a string or a list of token ids is one. vLLM answers a batched prefill with a single handoff descriptor.
+   */
+  private static int batch(Object prompt) {
+    if (!(prompt instanceof JsonArray items)) return 1;
+    return items.stream().allMatch(i -> i instanceof String || i instanceof JsonArray) ? items.size() : 1;
   }
 
   private static boolean validPrompt(Object prompt) {
     if (prompt instanceof String s) return !s.isEmpty();
     if (!(prompt instanceof JsonArray items) || items.isEmpty()) return false;
     for (Object item : items) {
-      if (!(item instanceof String) && !isInteger(item) && !(item instanceof JsonArray)) return false;
+      if (!(item instanceof String) && LaxNumbers.integer(item) == null && !(item instanceof JsonArray)) return false;
     }
     return true;
-  }
-
-  private static boolean isInteger(Object v) {
-    return v instanceof Integer || v instanceof Long;
   }
 
   private static Optional<EdgeError> invalid(String field, String expected) {

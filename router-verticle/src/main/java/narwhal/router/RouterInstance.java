@@ -41,6 +41,10 @@ final class RouterInstance extends VerticleBase {
   static final String RID = "narwhal.rid";
   private static final String RECEIVE_TIMER = "narwhal.receive.timer";
   static final String DRAINING = "draining: this router replica is stopping";
+  /** The router's paths and the methods each answers: another method on one of them is a 405 naming these. */
+  static final java.util.Map<String, String> ALLOWED_METHODS = java.util.Map.of("/v1/completions", "POST",
+      "/v1/chat/completions", "POST", "/v1/models", "GET", "/health", "GET", "/ready", "GET", "/metrics", "GET",
+      "/narwhal/state", "GET");
 
   private final RouterVerticle.Shared shared;
   private final Supplier<NarwhalConfig> config;
@@ -158,6 +162,7 @@ final class RouterInstance extends VerticleBase {
       rc.response().putHeader("x-request-id", rid);
       rc.next();
     });
+    router.route().handler(Cors.handler(cfg.server().cors()));
     BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
     router.route("/v1/*").handler(this::clientKey);
     router.post("/v1/*").handler(this::declaredSize);
@@ -168,10 +173,25 @@ final class RouterInstance extends VerticleBase {
     router.get("/ready").handler(this::ready);
     router.get("/metrics").handler(this::opsToken).handler(this::metrics);
     router.get("/narwhal/state").handler(this::opsToken).handler(this::state);
-    router.route().last().handler(rc -> new EdgeError(404, "invalid_request_error",
-        "no route for " + rc.request().method() + " " + rc.request().path(), null, null, "not_found", false).send(rc.response()));
+    router.route().last().handler(RouterInstance::unrouted);
     router.route().failureHandler(this::failure);
     return router;
+  }
+
+  /**
+   * No route took the request: 405 with {@code Allow} for a known path asked with another method (as vLLM's
+   * FastAPI answers), else 404.
+   */
+  private static void unrouted(RoutingContext rc) {
+    String path = rc.request().path();
+    String allowed = ALLOWED_METHODS.get(path);
+    if (allowed != null) {
+      rc.response().putHeader("allow", allowed);
+      EdgeError.methodNotAllowed(rc.request().method().name(), path, allowed).send(rc.response());
+      return;
+    }
+    new EdgeError(404, "invalid_request_error", "no route for " + rc.request().method() + " " + path, null, null, "not_found", false)
+        .send(rc.response());
   }
 
   /** The request's body has arrived: its receive timer (armed by {@link #declaredSize}) stops. */
@@ -215,7 +235,9 @@ final class RouterInstance extends VerticleBase {
       EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(config.get().serving().maxRequestBytes()), "invalid");
       return;
     }
-    EdgeError error = status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
+    EdgeError error = status == 403 ? EdgeError.corsRejected()
+        : status == 417 ? EdgeError.expectationFailed(rc.request().getHeader("expect"))
+        : status == 404 || status == 405 ? new EdgeError(status, "invalid_request_error", "no route for " + rc.request().path(), null, null, "not_found", false)
         : status >= 400 && status < 500 ? EdgeError.invalid("malformed request", null)
         : new EdgeError(500, "internal_error", "internal router error", null, null, "internal", false);
     error.send(rc.response());
@@ -268,6 +290,7 @@ final class RouterInstance extends VerticleBase {
           .put("shared_state", b.getString("shared_state", "closed"))
           .put("placement", p.getJsonObject("placement"))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
+          .put("handoffs_left", shared.metrics().handoffsLeft())
           .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
     });
   }

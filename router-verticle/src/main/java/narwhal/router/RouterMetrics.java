@@ -36,6 +36,7 @@ final class RouterMetrics {
   private final Counter retryAttempts;
   private final Counter servedAfterRetry;
   private final Counter retryDenied;
+  private final Counter handoffsLeft;
   private final Timer ttft;
   private final Timer firstByte;
   private final Counter reloadsApplied;
@@ -62,6 +63,7 @@ final class RouterMetrics {
     retryAttempts = counter("narwhal.retry.attempts", "fresh attempts started after a failed one");
     servedAfterRetry = counter("narwhal.served.after.retry", "requests completed by a retry");
     retryDenied = counter("narwhal.retry.denied", "retries refused for want of a retry credit");
+    handoffsLeft = counter("narwhal.handoffs.left", "prefill handoffs no decode output followed, left to the producer's KV lease");
     Gauge.builder("narwhal.retry.credits", retryCredits, s -> s.get().doubleValue()).description("retry credits in the pool")
         .register(registry);
     ttft = latency("narwhal.ttft", "arrival to producer HTTP completion");
@@ -166,6 +168,9 @@ final class RouterMetrics {
   public void decodeAttempt() { decodeAttempts.increment(); }
   public void retryAttempt() { retryAttempts.increment(); }
   public void retryDenied() { retryDenied.increment(); }
+  public void handoffLeft() { handoffsLeft.increment(); }
+  /** Prefill handoffs this replica left to their producers' KV leases since it started. */
+  public long handoffsLeft() { return (long) handoffsLeft.count(); }
   public void attemptFailure(String phase, String reason) { attemptFailures(phase, reason).increment(); }
   public void ttft(long nanos) { ttft.record(nanos, TimeUnit.NANOSECONDS); }
   public void firstByte(long nanos) { firstByte.record(nanos, TimeUnit.NANOSECONDS); }

@@ -90,7 +90,7 @@ final class SseRelay implements ClientSink {
 
   private void commit() {
     committed = true;
-    response.setStatusCode(200).setChunked(true).putHeader("content-type", "text/event-stream")
+    response.setStatusCode(200).setChunked(true).putHeader("content-type", "text/event-stream; charset=utf-8")
         .putHeader("cache-control", "no-cache");
     for (SseFrame frame : held) write(frame.wire());
     held.clear();

@@ -42,19 +42,19 @@ class EdgeErrorsTest {
 
   @Test
   void bodyThatIsNotAJsonObjectIs400() {
-    assertError(h.post("/v1/completions", Buffer.buffer("{not json"), Map.of()), 400, "invalid_request_error", "body");
-    assertError(h.post("/v1/completions", Buffer.buffer("[1,2]"), Map.of()), 400, "invalid_request_error", "body");
+    assertError(h.post("/v1/completions", Buffer.buffer("{not json"), Map.of()), 400, "BadRequestError", "body");
+    assertError(h.post("/v1/completions", Buffer.buffer("[1,2]"), Map.of()), 400, "BadRequestError", "body");
     assertError(h.post("/v1/completions", Buffer.buffer(new byte[] {'{', '"', (byte) 0xC3, (byte) 0x28, '"', ':', '1', '}'}), Map.of()),
-        400, "invalid_request_error", "");
+        400, "BadRequestError", "");
   }
 
   @Test
   void nullAtTopLevelAndInvalidUtf8AreRefused() {
-    assertError(h.post("/v1/completions", Buffer.buffer("null"), Map.of()), 400, "invalid_request_error", "body");
+    assertError(h.post("/v1/completions", Buffer.buffer("null"), Map.of()), 400, "BadRequestError", "body");
     byte[] overlongSlash = {'{', '"', 'p', 'r', 'o', 'm', 'p', 't', '"', ':', '"', (byte) 0xC0, (byte) 0xAF, '"', '}'};
-    assertError(h.post("/v1/completions", Buffer.buffer(overlongSlash), Map.of()), 400, "invalid_request_error", "body");
+    assertError(h.post("/v1/completions", Buffer.buffer(overlongSlash), Map.of()), 400, "BadRequestError", "body");
     byte[] encodedSurrogate = {'{', '"', 'p', 'r', 'o', 'm', 'p', 't', '"', ':', '"', (byte) 0xED, (byte) 0xA0, (byte) 0x80, '"', '}'};
-    assertError(h.post("/v1/completions", Buffer.buffer(encodedSurrogate), Map.of()), 400, "invalid_request_error", "body");
+    assertError(h.post("/v1/completions", Buffer.buffer(encodedSurrogate), Map.of()), 400, "BadRequestError", "body");
   }
 
   /** R5: a body past the JSON parser's limits is refused with a message naming the limit, not as "not an object". */
@@ -62,12 +62,12 @@ class EdgeErrorsTest {
   void jsonPastTheParsersLimitsIsNamed() throws Exception {
     String deep = "{\"prompt\":" + "[".repeat(1001) + "]".repeat(1001) + "}";
     RouterHarness.Reply reply = h.post("/v1/completions", Buffer.buffer(deep), Map.of());
-    assertError(reply, 400, "invalid_request_error", "body: JSON nested deeper than 1000 levels");
+    assertError(reply, 400, "BadRequestError", "body: JSON nested deeper than 1000 levels");
     assertEquals("invalid", h.journalRow(reply.requestId()).getString("terminal"));
     String longNumber = "{\"prompt\":\"x\",\"max_tokens\":" + "9".repeat(1500) + "}";
-    assertError(h.post("/v1/completions", Buffer.buffer(longNumber), Map.of()), 400, "invalid_request_error",
+    assertError(h.post("/v1/completions", Buffer.buffer(longNumber), Map.of()), 400, "BadRequestError",
         "body: a JSON number longer than 1000 characters");
-    assertError(h.post("/v1/completions", Buffer.buffer("{\"prompt\":[[[\"x\"]]]"), Map.of()), 400, "invalid_request_error",
+    assertError(h.post("/v1/completions", Buffer.buffer("{\"prompt\":[[[\"x\"]]]"), Map.of()), 400, "BadRequestError",
         "body: expected a JSON object in UTF-8");
   }
 
@@ -106,7 +106,7 @@ class EdgeErrorsTest {
         assertTrue(head.contains("\r\nx-request-id: "), what);
         assertTrue(head.contains("\r\nconnection: close"), what);
         JsonObject error = new JsonObject(answer.substring(answer.indexOf("\r\n\r\n") + 4)).getJsonObject("error");
-        assertEquals("invalid_request_error", error.getString("type"), what);
+        assertEquals("BadRequestError", error.getString("type"), what);
       }
     }
   }
@@ -114,22 +114,22 @@ class EdgeErrorsTest {
   @Test
   void wrongFieldTypesAreNamed() {
     RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", 5));
-    assertError(reply, 400, "invalid_request_error", "prompt");
+    assertError(reply, 400, "BadRequestError", "prompt");
     assertEquals("prompt", reply.error().getString("param"));
     assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("max_tokens", "ten")), 400,
-        "invalid_request_error", "max_tokens");
-    assertError(h.post("/v1/chat/completions", new JsonObject().put("messages", "hi")), 400, "invalid_request_error", "messages");
-    assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("n", 2)), 400, "invalid_request_error", "n");
-    assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("best_of", 3)), 400, "invalid_request_error", "best_of");
+        "BadRequestError", "max_tokens");
+    assertError(h.post("/v1/chat/completions", new JsonObject().put("messages", "hi")), 400, "BadRequestError", "messages");
+    assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("n", 2)), 400, "BadRequestError", "n");
+    assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("best_of", 3)), 400, "BadRequestError", "best_of");
     assertError(h.post("/v1/completions", new JsonObject().put("prompt", "x").put("stream_options", new JsonObject())), 400,
-        "invalid_request_error", "stream_options");
+        "BadRequestError", "Stream options can only be defined when `stream=True`.");
   }
 
   @Test
   void unknownModelIs404() {
     RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("model", "gpt-9").put("prompt", "x"));
-    assertError(reply, 404, "invalid_request_error", "The model `gpt-9` does not exist.");
-    assertEquals("model_not_found", reply.error().getString("code"));
+    assertError(reply, 404, "NotFoundError", "The model `gpt-9` does not exist.");
+    assertEquals(404, reply.error().getInteger("code"));
   }
 
   @Test

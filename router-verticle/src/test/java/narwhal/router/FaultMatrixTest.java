@@ -158,9 +158,9 @@ class FaultMatrixTest {
           Expect.error(504, leg, "engine answered HTTP 504: Gateway Timeout", "engine_timeout_status")));
       c.add(leg(leg, "status 400 (context too long)", rule("status").put("status", 400)
               .put("message", "This model's maximum context length is 4096 tokens."),
-          Expect.error(400, "invalid_request_error", "This model's maximum context length is 4096 tokens.", "engine_rejected")));
+          Expect.error(400, "BadRequestError", "This model's maximum context length is 4096 tokens.", "engine_rejected")));
       c.add(leg(leg, "status 422", rule("status").put("status", 422).put("message", "temperature must be >= 0"),
-          Expect.error(422, "invalid_request_error", "temperature must be >= 0", "engine_rejected")));
+          Expect.error(422, "UnprocessableEntityError", "temperature must be >= 0", "engine_rejected")));
       c.add(leg(leg, "queue_full", rule("queue_full"),
           Expect.error(502, leg, "engine answered HTTP 503: Request queue full.", "engine_overloaded")));
       c.add(leg(leg, "reset before headers", rule("reset"),

@@ -69,7 +69,7 @@ class RequestFramingTest {
     Matcher rid = Pattern.compile("\r\nx-request-id: ([0-9a-f-]{36})").matcher(head);
     assertTrue(rid.find(), what);
     JsonObject error = new JsonObject(answer.substring(answer.indexOf("\r\n\r\n") + 4)).getJsonObject("error");
-    assertEquals("invalid_request_error", error.getString("type"), what);
+    assertEquals("BadRequestError", error.getString("type"), what);
     assertTrue(error.getString("message").startsWith(messageStart), what);
     JsonObject row = h.journalRow(rid.group(1));
     assertEquals("invalid", row.getString("terminal"), row.encode());

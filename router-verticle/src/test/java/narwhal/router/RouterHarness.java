@@ -123,7 +123,11 @@ final class RouterHarness implements AutoCloseable {
   }
 
   /** A response read whole: status, headers we care about, body. */
-  record Reply(int status, String requestId, String retryAfter, String contentType, String body) {
+  record Reply(int status, String requestId, String retryAfter, String contentType, String body, io.vertx.core.MultiMap headers) {
+    String header(String name) {
+      return headers.get(name);
+    }
+
     JsonObject json() {
       return new JsonObject(body);
     }
@@ -199,6 +203,11 @@ final class RouterHarness implements AutoCloseable {
     return sendAsync(routerUrl() + path, HttpMethod.POST, body.toBuffer(), Map.of());
   }
 
+  /** Any method on a router path, with the caller's headers (none added but {@code content-type}). */
+  Reply request(HttpMethod method, String path, Buffer body, Map<String, String> headers) {
+    return send(routerUrl() + path, method, body, headers);
+  }
+
   private Reply send(String url, HttpMethod method, Buffer body, Map<String, String> headers) {
     return await(sendAsync(url, method, body, headers));
   }
@@ -209,7 +218,8 @@ final class RouterHarness implements AutoCloseable {
     return onContext(() -> http.request(options)
         .compose(req -> body == null ? req.send() : req.send(body))
         .compose(resp -> resp.body().map(b -> new Reply(resp.statusCode(), resp.getHeader("x-request-id"),
-            resp.getHeader("retry-after"), resp.getHeader("content-type"), b.toString()))));
+            resp.getHeader("retry-after"), resp.getHeader("content-type"), b.toString(),
+            io.vertx.core.MultiMap.caseInsensitiveMultiMap().addAll(resp.headers())))));
   }
 
   /**

@@ -9,14 +9,15 @@ import java.util.Set;
  * loops serve it; read at start only. {@code api_key_env} names the environment variable holding the client API
  * keys (comma-separated; "" = {@code /v1/*} open), {@code ops_token_env} the one holding the bearer token that
  * {@code /metrics} and {@code /narwhal/state} then need ("" = open). The keys themselves never appear in the file.
+ * {@code cors} is cross-origin access as vLLM allows it ({@link CorsConfig}).
  */
-public record ServerConfig(String host, int port, int eventLoops, String apiKeyEnv, String opsTokenEnv) {
+public record ServerConfig(String host, int port, int eventLoops, String apiKeyEnv, String opsTokenEnv, CorsConfig cors) {
 
-  static final Set<String> KEYS = Set.of("host", "port", "event_loops", "api_key_env", "ops_token_env");
+  static final Set<String> KEYS = Set.of("host", "port", "event_loops", "api_key_env", "ops_token_env", "cors");
   static final String ENV_NAME_EXPECTATION = "\"\" or an environment variable name (letters, digits, _)";
 
   public static ServerConfig defaults() {
-    return new ServerConfig("0.0.0.0", 8000, Runtime.getRuntime().availableProcessors(), "", "");
+    return new ServerConfig("0.0.0.0", 8000, Runtime.getRuntime().availableProcessors(), "", "", CorsConfig.defaults());
   }
 
   static ServerConfig read(SectionReader r) {
@@ -24,7 +25,8 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
     return new ServerConfig(r.nonEmptyString("host", d.host()), r.integer("port", d.port(), 0, 65535),
         r.integer("event_loops", d.eventLoops(), 1, Integer.MAX_VALUE),
         r.text("api_key_env", d.apiKeyEnv(), ServerConfig::isEnvName, ENV_NAME_EXPECTATION),
-        r.text("ops_token_env", d.opsTokenEnv(), ServerConfig::isEnvName, ENV_NAME_EXPECTATION));
+        r.text("ops_token_env", d.opsTokenEnv(), ServerConfig::isEnvName, ENV_NAME_EXPECTATION),
+        CorsConfig.read(r.section("cors", CorsConfig.KEYS)));
   }
 
   static boolean isEnvName(String name) {
@@ -33,6 +35,6 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
 
   public JsonObject toJson() {
     return new JsonObject().put("host", host).put("port", port).put("event_loops", eventLoops)
-        .put("api_key_env", apiKeyEnv).put("ops_token_env", opsTokenEnv);
+        .put("api_key_env", apiKeyEnv).put("ops_token_env", opsTokenEnv).put("cors", cors.toJson());
   }
 }

@@ -12,17 +12,26 @@ public final class EngineFault extends RuntimeException {
   private final Phase phase;
   private final int status;
   private final String errorType;
+  private final String param;
+  private final Object code;
 
   public EngineFault(FaultKind kind, Phase phase, String detail) {
     this(kind, phase, kind.defaultStatus(), detail, null);
   }
 
   public EngineFault(FaultKind kind, Phase phase, int status, String detail, String errorType) {
+    this(kind, phase, status, detail, errorType, null, null);
+  }
+
+  /** As above, with the {@code param} and {@code code} of the engine's own error object (null: it gave none). */
+  public EngineFault(FaultKind kind, Phase phase, int status, String detail, String errorType, String param, Object code) {
     super(detail, null, false, false);
     this.kind = kind;
     this.phase = phase;
     this.status = status;
     this.errorType = errorType;
+    this.param = param;
+    this.code = code;
   }
 
   /**
@@ -30,10 +39,24 @@ public final class EngineFault extends RuntimeException {
    * (or say the status when the engine gave no message: a detail is never empty).
    */
   public static EngineFault ofStatus(Phase phase, int status, String engineMessage) {
+    return ofStatus(phase, status, engineMessage, null);
+  }
+
+  /**
+   * As above, with the engine's error object ({@code {message, type, param, code}}, nested or vLLM's older flat shape;
+   * null when the body had none): a 4xx keeps its {@code type}, {@code param} and {@code code} as the engine sent them.
+   */
+  public static EngineFault ofStatus(Phase phase, int status, String engineMessage, JsonObject engineError) {
     if (status == 404 && modelMissing(engineMessage)) {
       return new EngineFault(FaultKind.ENGINE_MODEL_MISSING, phase, "engine answered HTTP 404: " + engineMessage);
     }
     FaultKind kind = FaultKind.ofEngineStatus(status);
+    if (kind == FaultKind.ENGINE_REJECTED && engineError != null && engineError.getValue("type") instanceof String type
+        && engineMessage != null && !engineMessage.isBlank()) {
+      Object param = engineError.getValue("param");
+      return new EngineFault(kind, phase, status, engineMessage, type, param instanceof String p ? p : null,
+          engineError.containsKey("code") ? engineError.getValue("code") : null);
+    }
     int clientStatus = kind == FaultKind.ENGINE_REJECTED ? status : kind.defaultStatus();
     boolean silent = engineMessage == null || engineMessage.isBlank();
     String detail = kind == FaultKind.ENGINE_REJECTED && !silent
@@ -56,7 +79,8 @@ public final class EngineFault extends RuntimeException {
     int status = code instanceof Number n && n.intValue() >= 400 && n.intValue() <= 599 ? n.intValue() : 500;
     String message = error.getValue("message") instanceof String s ? s : "engine reported an error";
     String type = error.getValue("type") instanceof String s ? s : null;
-    return new EngineFault(FaultKind.STREAM_ERROR_OBJECT, phase, status, message, type);
+    String param = error.getValue("param") instanceof String s ? s : null;
+    return new EngineFault(FaultKind.STREAM_ERROR_OBJECT, phase, status, message, type, param, null);
   }
 
   public FaultKind kind() {
@@ -79,6 +103,16 @@ public final class EngineFault extends RuntimeException {
   /** The error type a client sees: the engine's own for stream error objects and 4xx answers, else the phase. */
   public String errorType() {
     return errorType != null ? errorType : phase.wireName();
+  }
+
+  /** The engine's own {@code param} for its 4xx answer or stream error object; null when it named none. */
+  public String param() {
+    return param;
+  }
+
+  /** The engine's own {@code code} for its 4xx answer or stream error object; null when it sent none. */
+  public Object code() {
+    return code;
   }
 
   public boolean isTransient() {

@@ -58,14 +58,29 @@ public final class EngineChecks {
 
   /** {@code GET /v1/models} lists the configured model. */
   public Future<Void> modelListed(EngineConfig engine) {
+    return modelCard(engine).mapEmpty();
+  }
+
+  /**
+   * The configured model's card from {@code GET /v1/models} (vLLM's carries {@code max_model_len}); fails as
+   * {@link #modelListed} does when the model is not listed.
+   */
+  public Future<JsonObject> modelCard(EngineConfig engine) {
     String model = config.get().model();
     return get("models", join(engine.url(), "/v1/models")).compose(resp -> {
       JsonArray data = json("models", resp).getValue("data") instanceof JsonArray a ? a : new JsonArray();
-      boolean listed = data.stream().anyMatch(m -> m instanceof JsonObject o && model.equals(o.getValue("id")));
-      return listed ? Future.<Void>succeededFuture()
-          : Future.failedFuture(new CheckFailure("models", "model " + model + " not listed (the engine lists "
-              + data.stream().map(m -> m instanceof JsonObject o ? String.valueOf(o.getValue("id")) : "?").toList() + ")"));
+      return data.stream().filter(m -> m instanceof JsonObject o && model.equals(o.getValue("id"))).map(JsonObject.class::cast)
+          .findFirst().map(Future::succeededFuture)
+          .orElseGet(() -> Future.failedFuture(new CheckFailure("models", "model " + model + " not listed (the engine lists "
+              + data.stream().map(m -> m instanceof JsonObject o ? String.valueOf(o.getValue("id")) : "?").toList() + ")")));
     });
+  }
+
+  /** vLLM's {@code POST /tokenize} with {@code body}: {@code {count, max_model_len, tokens, token_strs}}. */
+  public Future<JsonObject> tokenize(EngineConfig engine, JsonObject body) {
+    long bound = config.get().engine().healthTimeoutMs();
+    return call("tokenize", bound, () -> keyed(web.postAbs(join(engine.url(), "/tokenize"))).timeout(bound).sendJsonObject(body))
+        .map(resp -> json("tokenize", resp));
   }
 
   /** The engine's attestation ({@code attestation_url}, else its {@code /attestation}). */

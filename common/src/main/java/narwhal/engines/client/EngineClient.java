@@ -124,11 +124,27 @@ public final class EngineClient {
             stream.read(resp);
           } else {
             boundedBody(resp, Phase.DECODE).onComplete(ar -> stream.fail(ar.succeeded()
-                ? EngineFault.ofStatus(Phase.DECODE, resp.statusCode(), errorMessage(ar.result()))
+                ? EngineFault.ofStatus(Phase.DECODE, resp.statusCode(), errorMessage(ar.result()), errorObject(ar.result()))
                 : classify(ar.cause(), Phase.DECODE)));
           }
         })
         .onFailure(err -> stream.fail(classify(err, Phase.DECODE)));
+  }
+
+  /**
+   * vLLM's {@code POST /tokenize} on an engine, bounded by {@code timeoutMs}: its answer
+   * ({@code {count, max_model_len, tokens, token_strs}}), or a failure saying why there is none.
+   */
+  public Future<JsonObject> tokenize(String baseUrl, JsonObject body, String requestId, long timeoutMs) {
+    long bound = Math.max(1, timeoutMs);
+    return onContext(() -> http.request(post(baseUrl, "/tokenize", requestId).setIdleTimeout(bound))
+        .compose(req -> req.send(body.toBuffer()))
+        .compose(resp -> boundedBody(resp, Phase.PREFILL).map(buf -> {
+          if (resp.statusCode() != 200) {
+            throw new IllegalStateException("tokenize answered HTTP " + resp.statusCode() + ": " + errorMessage(buf));
+          }
+          return new JsonObject(buf);
+        })).timeout(bound, java.util.concurrent.TimeUnit.MILLISECONDS));
   }
 
   public Future<Void> close() {
@@ -155,7 +171,7 @@ public final class EngineClient {
 
   private PrefillResult toPrefillResult(PrefillCall call, HttpClientResponse resp, Buffer buf, Instant started, long startedNanos) {
     long completedNanos = System.nanoTime();
-    if (resp.statusCode() != 200) throw EngineFault.ofStatus(Phase.PREFILL, resp.statusCode(), errorMessage(buf));
+    if (resp.statusCode() != 200) throw EngineFault.ofStatus(Phase.PREFILL, resp.statusCode(), errorMessage(buf), errorObject(buf));
     Object descriptor;
     try {
       descriptor = StreamingJson.field(buf.getBytes(), "kv_transfer_params");
@@ -236,6 +252,18 @@ public final class EngineClient {
       // an error body that is not JSON carries no message we can trust
     }
     return "";
+  }
+
+  /** The engine's error object: vLLM's nested {@code error} or its older flat shape; null when the body has neither. */
+  public static JsonObject errorObject(Buffer body) {
+    try {
+      JsonObject json = new JsonObject(body);
+      if (json.getValue("error") instanceof JsonObject err) return err;
+      if ("error".equals(json.getValue("object"))) return json;
+    } catch (RuntimeException notJson) {
+      // no object to keep
+    }
+    return null;
   }
 
   static String join(String baseUrl, String endpoint) {

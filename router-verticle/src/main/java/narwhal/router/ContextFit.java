@@ -1,0 +1,104 @@
+package narwhal.router;
+
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.Reservation;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+import java.util.logging.Logger;
+
+/**
+ * Whether a request's prompt and output limit fit the model's context, decided before any leg is sent
+ * (docs/vllm.md#context-length): a prefill of a request the decode engine will refuse would hold the producer's KV
+ * blocks until their lease ends. Settled without asking an engine where the request allows — no output limit (vLLM
+ * then fits the output to the context), a limit above the context, a prompt of token ids (counted exactly), or a
+ * text prompt whose UTF-8 size bounds its tokens well inside the context — else by the producer's own
+ * {@code POST /tokenize} (with {@code messages}, so the chat template counts). A request that does not fit gets
+ * vLLM's own 400 (v0.18–v0.30 wording). When no engine reported its context, or {@code /tokenize} does not answer,
+ * the request proceeds as without this check.
+ */
+final class ContextFit {
+  private static final Logger LOG = Logger.getLogger(ContextFit.class.getName());
+  /** Chat fields vLLM's {@code /tokenize} takes that change what the chat template renders. */
+  private static final String[] CHAT_TEMPLATE_FIELDS = {"tools", "chat_template", "chat_template_kwargs",
+      "add_generation_prompt", "continue_final_message", "add_special_tokens"};
+
+  private ContextFit() {
+  }
+
+  /** The refusal for {@code request} if it cannot fit, checked on {@code producer}; empty when it fits or cannot be told. */
+  static Future<Optional<EdgeError>> check(RouterContext ctx, InferenceRequest request, Reservation producer) {
+    JsonObject body = request.body();
+    String limitKey = request.chat() && body.getValue("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
+    Long limit = LaxNumbers.integer(body.getValue(limitKey));
+    Integer context = ctx.facts().smallestContext();
+    if (limit == null || context == null) return Future.succeededFuture(Optional.empty());
+    if (limit > context) return Future.succeededFuture(Optional.of(outputTooLarge(limitKey, limit, context)));
+    if (!request.chat()) {
+      Object prompt = body.getValue("prompt");
+      if (prompt instanceof JsonArray items && items.size() == 1 && items.getValue(0) instanceof JsonArray inner) prompt = inner;
+      if (prompt instanceof JsonArray ids && !ids.isEmpty() && ids.stream().allMatch(t -> LaxNumbers.integer(t) != null)) {
+        return Future.succeededFuture(verdict(context, limit, ids.size(), true));
+      }
+      if (prompt instanceof JsonArray one && one.size() == 1 && one.getValue(0) instanceof String s) prompt = s;
+      EngineFacts.Context known = ctx.facts().context(producer.iid());
+      if (prompt instanceof String text && known != null && known.oneCharTokens() != null
+          && text.getBytes(StandardCharsets.UTF_8).length + (long) known.oneCharTokens() + limit <= context) {
+        return Future.succeededFuture(Optional.empty());
+      }
+    }
+    long boundMs = ctx.config().get().engine().healthTimeoutMs();
+    return ctx.engines().tokenize(producer.url(), tokenizeBody(request, ctx.config().get().model()), request.rid() + "-tokenize", boundMs)
+        .map(answer -> {
+          if (!(answer.getValue("count") instanceof Number count)) return Optional.<EdgeError>empty();
+          int window = context;
+          if (answer.getValue("max_model_len") instanceof Number n && n.intValue() > 0) {
+            ctx.facts().maxModelLen(producer.iid(), n.intValue());
+            window = Math.min(window, n.intValue());
+          }
+          return verdict(window, limit, count.longValue(), false);
+        })
+        .otherwise(err -> {
+          LOG.fine(() -> request.rid() + ": /tokenize on " + producer.iid() + " did not answer (" + err.getMessage()
+              + "); the request goes on unchecked");
+          return Optional.empty();
+        });
+  }
+
+  /** What vLLM's {@code /tokenize} needs to count the prompt this request's generation would: chat with its template. */
+  static JsonObject tokenizeBody(InferenceRequest request, String model) {
+    JsonObject body = request.body();
+    JsonObject out = new JsonObject().put("model", model);
+    if (!request.chat()) {
+      Object prompt = body.getValue("prompt");
+      return out.put("prompt", prompt instanceof JsonArray one ? one.getValue(0) : prompt);
+    }
+    out.put("messages", body.getValue("messages"));
+    for (String field : CHAT_TEMPLATE_FIELDS) {
+      if (body.containsKey(field)) out.put(field, body.getValue(field));
+    }
+    return out;
+  }
+
+  /**
+   * vLLM's refusal of a prompt longer than {@code context − limit} tokens. vLLM tokenizes text only up to one token
+   * past that room, so it names that many "at least"; a prompt of token ids is counted exactly.
+   */
+  static Optional<EdgeError> verdict(int context, long limit, long promptTokens, boolean exact) {
+    long room = context - limit;
+    if (promptTokens <= room) return Optional.empty();
+    long counted = exact ? promptTokens : room + 1;
+    String atLeast = exact ? "" : "at least ";
+    return Optional.of(EdgeError.contextLength("This model's maximum context length is " + context + " tokens. However, you "
+        + "requested " + limit + " output tokens and your prompt contains " + atLeast + counted + " input tokens, for a total "
+        + "of " + atLeast + (counted + limit) + " tokens. Please reduce the length of the input prompt or the number of "
+        + "requested output tokens. (parameter=input_tokens, value=" + counted + ")", "input_tokens"));
+  }
+
+  static EdgeError outputTooLarge(String limitKey, long limit, int context) {
+    return EdgeError.contextLength(limitKey + "=" + limit + " cannot be greater than max_model_len=max_total_tokens=" + context
+        + ". Please request fewer output tokens. (parameter=" + limitKey + ", value=" + limit + ")", limitKey);
+  }
+}

@@ -1,0 +1,87 @@
+package narwhal.router;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Issue 26 item 5: an engine's 4xx reaches the client as the engine sent it (status, type, param, message, code);
+ * the router's own refusals use vLLM's types; numbers vLLM's validation coerces are accepted.
+ */
+@Timeout(60)
+class EngineErrorPassThroughTest {
+  static RouterHarness h;
+
+  @BeforeAll
+  static void start() throws Exception {
+    h = RouterHarness.start(List.of("P0:prefill", "D0:decode"));
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    h.close();
+  }
+
+  @Test
+  void anEnginesValidationErrorIsPassedThroughAsSent() {
+    JsonObject completion = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", "hello").put("logprobs", 25);
+    RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", completion);
+    assertEquals(400, direct.status());
+    assertEquals("logprobs", direct.error().getString("param"));
+    RouterHarness.Reply routed = h.post("/v1/completions", completion);
+    assertEquals(400, routed.status());
+    assertEquals(direct.json(), routed.json());
+    JsonObject chat = new JsonObject().put("model", RouterHarness.MODEL)
+        .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", "hi"))).put("top_logprobs", 3);
+    RouterHarness.Reply chatDirect = h.direct(h.engine("D0"), "/v1/chat/completions", chat);
+    assertEquals(chatDirect.json(), h.post("/v1/chat/completions", chat).json());
+    assertEquals("top_logprobs", chatDirect.error().getString("param"));
+  }
+
+  @Test
+  void numericStringsAndIntegralFloatsAreTakenAsVllmTakesThem() {
+    JsonObject eight = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", "count the stars").put("max_tokens", 8)
+        .put("ignore_eos", true);
+    String expected = h.post("/v1/completions", eight).json().getJsonArray("choices").getJsonObject(0).getString("text");
+    for (Object value : new Object[] {"8", 8.0}) {
+      RouterHarness.Reply reply = h.post("/v1/completions", eight.copy().put("max_tokens", value).put("n", value instanceof String ? "1" : 1.0));
+      assertEquals(200, reply.status(), value + ": " + reply.body());
+      assertEquals(expected, reply.json().getJsonArray("choices").getJsonObject(0).getString("text"));
+    }
+    RouterHarness.Reply fractional = h.post("/v1/completions", eight.copy().put("max_tokens", 8.5));
+    assertEquals(400, fractional.status());
+    assertEquals("BadRequestError", fractional.error().getString("type"));
+    assertEquals("max_tokens", fractional.error().getString("param"));
+  }
+
+  @Test
+  void theRoutersOwnRefusalsUseVllmsTypes() {
+    RouterHarness.Reply model = h.post("/v1/completions", new JsonObject().put("model", "gpt-9").put("prompt", "x"));
+    assertEquals(h.direct(h.engine("D0"), "/v1/completions", new JsonObject().put("model", "gpt-9").put("prompt", "x")).json(),
+        model.json());
+    RouterHarness.Reply options = h.post("/v1/completions", new JsonObject().put("prompt", "x").put("stream_options", new JsonObject()));
+    assertEquals("BadRequestError", options.error().getString("type"));
+    assertEquals("Stream options can only be defined when `stream=True`.", options.error().getString("message"));
+  }
+
+  @Test
+  void aBatchOfPromptsIsRefusedBeforeAnyLeg() {
+    h.resetEngines();
+    for (Object batch : new Object[] {new JsonArray().add("a").add("b"), new JsonArray().add(new JsonArray().add(1)).add(new JsonArray().add(2))}) {
+      RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", batch).put("max_tokens", 2));
+      assertEquals(400, reply.status(), reply.body());
+      assertEquals("prompt", reply.error().getString("param"));
+      assertEquals("prompt: a batch of 2 prompts; this router serves one prompt per request (one KV handoff per prefill): "
+          + "send each prompt as its own request", reply.error().getString("message"));
+    }
+    assertEquals(0, h.engine("P0").requests().size());
+    assertEquals(200, h.post("/v1/completions", new JsonObject().put("prompt", new JsonArray().add("one")).put("max_tokens", 2)).status());
+  }
+}
