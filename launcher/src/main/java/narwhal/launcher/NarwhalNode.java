@@ -150,7 +150,9 @@ public final class NarwhalNode {
     watcher = new FleetFileWatcher(vertx, fleetFile.toString(), overrides, config,
         (previous, next) -> vertx.eventBus().publish(Addresses.CONFIG_CHANGED, next.toJson(), LOCAL),
         refused -> vertx.eventBus().publish(Addresses.CONFIG_REFUSED,
-            new JsonObject().put("key", refused.key()).put("message", refused.getMessage()), LOCAL));
+            new JsonObject().put("key", refused.key()).put("message", refused.getMessage()), LOCAL))
+        .onUnreadable(why -> vertx.eventBus().publish(Addresses.CONFIG_REFUSED,
+            new JsonObject().put("unreadable", true).put("message", why), LOCAL));
     return vertx.eventBus().consumer(Addresses.CONFIG_RELOAD, msg -> watcher.reloadNow()).completion()
         .compose(v -> watcher.start(1_000));
   }

@@ -289,6 +289,7 @@ final class RouterInstance extends VerticleBase {
           .put("draining", shared.admission().draining()).put("in_flight", shared.admission().inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))
           .put("shared_state", b.getString("shared_state", "closed"))
           .put("placement", p.getJsonObject("placement"))
+          .put("restart_pending", new JsonArray(List.copyOf(shared.restartPending().get())))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
           .put("handoffs_left", shared.metrics().handoffsLeft())
           .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));

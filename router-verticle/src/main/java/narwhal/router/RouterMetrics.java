@@ -41,6 +41,9 @@ final class RouterMetrics {
   private final Timer firstByte;
   private final Counter reloadsApplied;
   private final Counter reloadsRefused;
+  private final Counter reloadsRestartPending;
+  private final Counter reloadsUnreadable;
+  private final AtomicInteger restartPending = new AtomicInteger();
   private final Map<String, Counter> failed = new ConcurrentHashMap<>();
   private final Map<String, Counter> expired = new ConcurrentHashMap<>();
   private final Map<String, Counter> rejected = new ConcurrentHashMap<>();
@@ -78,6 +81,10 @@ final class RouterMetrics {
     for (Phase phase : Phase.values()) PLACEMENT_REASONS.forEach(reason -> placementCounter(phase.wireName() + "/" + reason));
     reloadsApplied = reloads("applied");
     reloadsRefused = reloads("refused");
+    reloadsRestartPending = reloads("restart_pending");
+    reloadsUnreadable = reloads("unreadable");
+    Gauge.builder("narwhal.config.restart.pending", restartPending, AtomicInteger::get)
+        .description("fleet-file keys changed by a reload that take effect only at the next restart").register(registry);
     track(engines);
   }
 
@@ -175,6 +182,21 @@ final class RouterMetrics {
   public void ttft(long nanos) { ttft.record(nanos, TimeUnit.NANOSECONDS); }
   public void firstByte(long nanos) { firstByte.record(nanos, TimeUnit.NANOSECONDS); }
   public void configReload(boolean applied) { (applied ? reloadsApplied : reloadsRefused).increment(); }
+
+  /** A reload whose only changes are keys read at start: nothing applied, a restart pending. */
+  public void configRestartPending(int keys) {
+    restartPending.set(keys);
+    if (keys > 0) reloadsRestartPending.increment();
+  }
+
+  public void restartPendingKeys(int keys) {
+    restartPending.set(keys);
+  }
+
+  /** The fleet file became unreadable (once per such spell). */
+  public void configUnreadable() {
+    reloadsUnreadable.increment();
+  }
 
   /** A reservation taken (+1) or released (−1) on an engine for a phase. */
   public void resident(String iid, Phase phase, int delta) {

@@ -8,6 +8,7 @@ import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
 import narwhal.common.config.ConfigException;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.common.config.StartOnlyKeys;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -29,7 +30,7 @@ public final class RouterVerticle extends VerticleBase {
   /** What the instances of one replica share; every part is thread-safe. */
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
                 Journal journal, RetryBudget retryBudget, Admission admission, Supplier<List<String>> members,
-                UnaryOperator<String> env, AtomicReference<Access> access) {
+                UnaryOperator<String> env, AtomicReference<Access> access, AtomicReference<List<String>> restartPending) {
   }
 
   private final Supplier<NarwhalConfig> config;
@@ -40,6 +41,9 @@ public final class RouterVerticle extends VerticleBase {
   private final UnaryOperator<String> env;
   private final Admission admission = new Admission();
   private Shared shared;
+  /** The configuration this replica started with (start-only keys keep its values) and the last one applied. */
+  private NarwhalConfig startedWith;
+  private NarwhalConfig lastApplied;
   private FactsRelearner relearner;
   private volatile RouterInstance first;
 
@@ -69,6 +73,8 @@ public final class RouterVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     NarwhalConfig cfg = config.get();
+    startedWith = cfg;
+    lastApplied = cfg;
     RetryBudget retryBudget = new RetryBudget(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     AtomicReference<Access> access;
     try {
@@ -80,11 +86,15 @@ public final class RouterVerticle extends VerticleBase {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
-      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access);
+      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
+          new AtomicReference<>(List.of()));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
-      vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> metrics.configReload(false));
+      vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> {
+        if (msg.body() != null && msg.body().getBoolean("unreadable", false)) metrics.configUnreadable();
+        else metrics.configReload(false);
+      });
       int port = portOverride >= 0 ? portOverride : cfg.server().port();
       // Vert.x shares a port among servers listening on the same one; port 0 is shared through a negative key
       int listenPort = port == 0 ? -ANY_PORT_KEYS.incrementAndGet() : port;
@@ -112,13 +122,30 @@ public final class RouterVerticle extends VerticleBase {
     return checks.eventually(() -> shared == null ? Future.succeededFuture() : shared.journal().close());
   }
 
-  /** A reloaded fleet file: timeouts and limits are read per request; the retry pool and engine series follow here. */
+  /**
+   * A reloaded fleet file: timeouts and limits are read per request; the retry pool and engine series follow here.
+   * Keys read only at start ({@link StartOnlyKeys}) that differ from the running ones are reported as waiting for a
+   * restart; a reload that changed nothing else is counted {@code restart_pending}, not {@code applied}.
+   */
   private void reconfigured() {
     NarwhalConfig cfg = config.get();
+    List<String> changed = StartOnlyKeys.changedKeys(lastApplied, cfg);
+    lastApplied = cfg;
+    List<String> pending = StartOnlyKeys.changed(startedWith, cfg);
+    shared.restartPending().set(pending);
+    if (!pending.isEmpty()) {
+      LOG.warning(() -> "fleet file: " + String.join(", ", pending) + " changed; read only at start, the running value stays"
+          + " until this replica restarts");
+    }
+    boolean onlyStartKeys = !changed.isEmpty() && changed.stream().allMatch(StartOnlyKeys::startOnly);
+    if (onlyStartKeys) shared.metrics().configRestartPending(pending.size());
+    else {
+      shared.metrics().restartPendingKeys(pending.size());
+      shared.metrics().configReload(true);
+    }
     relearner.reloaded(cfg.engines());
     shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     shared.metrics().track(cfg.engines());
-    shared.metrics().configReload(true);
     try {
       shared.access().set(Access.resolve(cfg, env));
     } catch (ConfigException e) {

@@ -68,6 +68,17 @@ class ConfigurationDocTest {
     });
   }
 
+  @Test
+  void theKeysDocumentedAsReadAtStartAreTheOnesAReloadReportsAsPending() {
+    documented().forEach((key, row) -> {
+      String reload = row.getOrDefault("hot reload", "");
+      boolean docStartOnly = reload.startsWith("no");
+      if (key.startsWith("engines[]") || !key.contains(".")) return;
+      assertEquals(docStartOnly, narwhal.common.config.StartOnlyKeys.startOnly(key),
+          key + ": docs/" + PAGE + " says \"" + reload + "\"; StartOnlyKeys must agree");
+    });
+  }
+
   private static Map<String, Map<String, String>> documented() {
     Map<String, Map<String, String>> rows = new TreeMap<>();
     for (Map<String, String> row : DocPages.rows(PAGE, "key")) {

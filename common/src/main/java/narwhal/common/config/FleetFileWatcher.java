@@ -13,7 +13,10 @@ import java.util.logging.Logger;
  * Hot reload of the fleet file (docs/configuration.md): re-reads it every {@code periodMs} with Vert.x's async file system
  * (never on the event loop's time), and when its text changed, parses it whole. A valid file becomes the current
  * configuration and is handed to {@code onApplied(old, new)}; an invalid one is refused whole — the last good
- * configuration stays — and its {@link ConfigException} goes to {@code onRefused}. The start-time overrides
+ * configuration stays — and its {@link ConfigException} goes to {@code onRefused}. A text that does not parse is
+ * judged only once it has settled (the same text read again one period later): an editor's truncate-then-write or a
+ * copy still under way is waited for, not refused. A file that cannot be read is reported once when it becomes
+ * unreadable ({@code onUnreadable}) and once when it is readable again, not every period. The start-time overrides
  * ({@link ConfigOverrides}) are applied to every text read, so a reload keeps them.
  */
 public final class FleetFileWatcher {
@@ -26,6 +29,10 @@ public final class FleetFileWatcher {
   private final Consumer<ConfigException> onRefused;
   private final ConfigOverrides overrides;
   private String lastText;
+  /** A text that did not parse, seen once: refused if it is still the text at the next read. */
+  private String unsettled;
+  private boolean unreadable;
+  private Consumer<String> onUnreadable = why -> { };
   private long timer = -1;
   private boolean reading;
 
@@ -56,7 +63,14 @@ public final class FleetFileWatcher {
   /** Re-reads the file now, applying it even when its text did not change (the {@code reload-config} command). */
   public Future<Boolean> reloadNow() {
     lastText = null;
-    return read();
+    unsettled = null;
+    return read(true);
+  }
+
+  /** What to run when the file becomes unreadable (missing, no permission): once per such spell, with why. */
+  public FleetFileWatcher onUnreadable(Consumer<String> handler) {
+    this.onUnreadable = handler;
+    return this;
   }
 
   public void stop() {
@@ -64,32 +78,51 @@ public final class FleetFileWatcher {
   }
 
   private void check() {
-    if (!reading) read();
+    if (!reading) read(false);
   }
 
-  private Future<Boolean> read() {
+  private Future<Boolean> read(boolean now) {
     reading = true;
     return vertx.fileSystem().readFile(path)
         .map(Buffer::toString)
-        .map(this::consider)
-        .onFailure(err -> LOG.warning(() -> "fleet file " + path + " unreadable: " + err.getMessage()))
+        .map(text -> {
+          if (unreadable) {
+            unreadable = false;
+            LOG.info(() -> "fleet file " + path + " is readable again");
+          }
+          return consider(text, now);
+        })
+        .onFailure(err -> {
+          if (unreadable) return;
+          unreadable = true;
+          LOG.warning(() -> "fleet file " + path + " unreadable (the last good configuration keeps running; said once): "
+              + err.getMessage());
+          onUnreadable.accept(err.getMessage());
+        })
         .eventually(() -> {
           reading = false;
           return Future.succeededFuture();
         });
   }
 
-  private boolean consider(String text) {
+  private boolean consider(String text, boolean now) {
     if (text.equals(lastText)) return false;
-    lastText = text;
     NarwhalConfig next;
     try {
       next = overrides.parse(text);
     } catch (ConfigException e) {
+      if (!now && !text.equals(unsettled)) {
+        unsettled = text;
+        return false;
+      }
+      unsettled = null;
+      lastText = text;
       LOG.warning(() -> "fleet file " + path + " refused, keeping the last good configuration: " + e.getMessage());
       onRefused.accept(e);
       return false;
     }
+    unsettled = null;
+    lastText = text;
     NarwhalConfig previous = current.getAndSet(next);
     LOG.info(() -> "fleet file " + path + " applied");
     onApplied.accept(previous, next);
