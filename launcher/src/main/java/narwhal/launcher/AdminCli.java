@@ -241,7 +241,7 @@ final class AdminCli implements Callable<Integer> {
   private static void quietLogs() {
     for (String name : List.of("com.hazelcast", "io.vertx")) {
       Logger logger = Logger.getLogger(name);
-      logger.setLevel(Level.SEVERE);
+      logger.setLevel(Level.OFF);
       QUIETED.add(logger);
     }
   }

@@ -16,7 +16,8 @@ final class PreflightCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     NarwhalConfig config = fleetFile.load();
-    PreflightReport report = Blocking.await(NarwhalNode.preflight(config, line -> System.out.println("  " + line)));
+    System.out.println("checking " + config.engines().size() + " engine(s) and every producer→consumer pair…");
+    PreflightReport report = Blocking.await(NarwhalNode.preflight(config, line -> { }));
     System.out.println(report.table());
     return report.passed() ? 0 : 1;
   }

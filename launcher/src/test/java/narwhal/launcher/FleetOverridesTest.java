@@ -96,6 +96,8 @@ class FleetOverridesTest {
     Run fromEnv = preflight(Map.of("NARWHAL_ENGINES", fleet), "--fleet", file.toString());
     assertEquals(0, fromEnv.exit(), fromEnv.out() + fromEnv.err());
     assertTrue(fromEnv.out().contains("P0") && fromEnv.out().contains("D0") && !fromEnv.out().contains("X0"), fromEnv.out());
+    assertEquals(1, fromEnv.out().lines().filter(l -> l.contains("P0") && l.contains("health")).count(),
+        "each check is printed once, in the table: " + fromEnv.out());
 
     Run setWins = preflight(Map.of("NARWHAL_ENGINES", fleet), "--fleet", file.toString(),
         "--set", "engines=[{\"iid\": \"Y0\", \"url\": \"http://127.0.0.1:9\"}]");
