@@ -97,6 +97,7 @@ final class BreakerBook {
     r.changedMs = 0;
     r.changedBy = "";
     r.probeDueMs = 0;
+    r.addedAtMs = clockMs.getAsLong();
     actions.add(new BreakerAction.StateChange(r.engine.iid(), from, EngineState.EJECTED, "added"));
   }
 
@@ -299,8 +300,13 @@ final class BreakerBook {
     return eject(iid, true);
   }
 
+  /** An operator's readmission of an ejected, held or quarantined engine: serving now, without a check. */
   public List<BreakerAction> readmit(String iid) {
     return withRecord(iid, (r, actions) -> {
+      if (r.state == EngineState.SERVING) throw new IllegalArgumentException("readmit: " + iid + " is already serving");
+      if (r.state == EngineState.DRAINING) {
+        throw new IllegalArgumentException("readmit: " + iid + " is draining; undrain it (undrain runs the readmission checks)");
+      }
       clearStreaks(r, actions);
       r.quarantineUntilMs = 0;
       move(r, EngineState.SERVING, "admin", actions);
@@ -384,11 +390,18 @@ final class BreakerBook {
 
   /**
    * Takes over an engine state another replica decided, unless this book holds a newer version. Returns the change it
-   * made, for local bookkeeping; nothing of it is to be published again.
+   * made, for local bookkeeping; nothing of it is to be published again. With the state come its probe schedule (when
+   * a held or ejected engine may be probed next, and so its backoff) and, for a readmission, its time, so every replica
+   * backs off alike. An engine this replica has just added takes over any state but {@code serving} from before it
+   * added it: a serving state that old is a leftover of an earlier engine under the iid, and this replica checks the
+   * engine itself first.
    */
   public Optional<BreakerAction.StateChange> applyRemote(EngineStateEvent event) {
     EngineRecord r = engines.get(event.iid());
     if (r == null || !event.version().newerThan(new StateVersion(r.changedMs, r.changedBy))) {
+      return Optional.empty();
+    }
+    if (r.changedMs == 0 && event.state() == EngineState.SERVING && event.changedMs() < r.addedAtMs) {
       return Optional.empty();
     }
     EngineState from = r.state;
@@ -398,8 +411,16 @@ final class BreakerBook {
     r.cause = event.state() == EngineState.SERVING ? null : event.cause();
     r.quarantineUntilMs = event.state() == EngineState.QUARANTINED ? event.untilMs() : 0;
     if (event.producer() != null) r.probeProducer = event.producer();
-    r.probeDueMs = event.state() == EngineState.EJECTED && "admin".equals(event.cause())
-        ? event.changedMs() + recovery.readmitIntervalMs() : 0;
+    boolean out = event.state() == EngineState.HELD || event.state() == EngineState.EJECTED;
+    r.probeDueMs = !out ? 0 : event.untilMs() > 0 ? event.untilMs()
+        : "admin".equals(event.cause()) ? event.changedMs() + recovery.readmitIntervalMs() : 0;
+    if (out && r.probeDueMs > event.changedMs()) {
+      long doublings = (r.probeDueMs - event.changedMs()) / Math.max(1, recovery.readmitIntervalMs());
+      r.backoff = Math.min(MAX_BACKOFF, 63 - Long.numberOfLeadingZeros(Math.max(1, doublings)));
+    }
+    if (event.state() == EngineState.SERVING && (from == EngineState.HELD || from == EngineState.EJECTED)) {
+      r.readmittedMs = event.changedMs();
+    }
     if (event.state() == EngineState.SERVING && (from == EngineState.HELD || from == EngineState.EJECTED)) r.probeProducer = null;
     return from == event.state() ? Optional.empty()
         : Optional.of(new BreakerAction.StateChange(event.iid(), from, event.state(), event.cause()));

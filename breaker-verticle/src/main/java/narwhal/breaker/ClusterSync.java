@@ -45,6 +45,7 @@ final class ClusterSync {
   private final Map<String, Long> expiryAt = new HashMap<>();
   private Runnable onExpiry = () -> { };
   private long resyncTimer = -1;
+  private boolean resyncing;
 
   ClusterSync(Vertx vertx, BreakerBook book, SharedBreakerState shared, SharedStateGuard guard, String origin, LongSupplier clockMs) {
     this.vertx = vertx;
@@ -174,6 +175,16 @@ final class ClusterSync {
    * a partition whose side lost the merge) reaches the cluster, and one this replica missed reaches it.
    */
   Future<Void> resync() {
+    if (resyncing) return Future.succeededFuture();
+    resyncing = true;
+    return reconcile().eventually(() -> {
+      resyncing = false;
+      return Future.succeededFuture();
+    });
+  }
+
+  /** One resync; never two at once (a slow shared state, a merge under way, must not pile reads up). */
+  private Future<Void> reconcile() {
     Future<Integer> states = shared.states().compose(list -> {
       Map<String, StateVersion> held = new HashMap<>();
       for (JsonObject json : list) {

@@ -31,8 +31,10 @@ final class EngineRecord {
   long probeDueMs;
   /** Doublings of the readmission interval earned by faults that recurred soon after readmission. */
   int backoff;
-  /** When a probe last readmitted the engine, 0 if never. */
+  /** When a probe last readmitted the engine (on any replica), 0 if never. */
   long readmittedMs;
+  /** When this replica added the engine by a reload (its provisional state), 0 for engines it started with. */
+  long addedAtMs;
 
   EngineRecord(EngineConfig engine) {
     this.engine = engine;
@@ -60,7 +62,8 @@ final class EngineRecord {
   }
 
   EngineStateEvent event() {
-    return new EngineStateEvent(engine.iid(), state, cause, state == EngineState.QUARANTINED ? quarantineUntilMs : 0,
-        probeProducer, changedMs, changedBy);
+    long until = state == EngineState.QUARANTINED ? quarantineUntilMs
+        : state == EngineState.HELD || state == EngineState.EJECTED ? probeDueMs : 0;
+    return new EngineStateEvent(engine.iid(), state, cause, until, probeProducer, changedMs, changedBy);
   }
 }

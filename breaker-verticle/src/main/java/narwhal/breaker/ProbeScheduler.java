@@ -68,7 +68,7 @@ final class ProbeScheduler {
       book.probeSkipped(iid);
       return;
     }
-    shared.probeLock(iid).onSuccess(lock -> {
+    shared.probeLock(iid, probeLeaseMs()).onSuccess(lock -> {
       if (lock.isEmpty()) {
         book.probeSkipped(iid);
         LOG.fine(() -> "probe of " + iid + " skipped: another replica holds its probe lock");
@@ -112,7 +112,7 @@ final class ProbeScheduler {
     for (String iid : book.servingEngines()) {
       EngineConfig engine = engine(iid);
       if (engine == null) continue;
-      shared.livenessLock(iid).onSuccess(lock -> lock.ifPresent(held -> shared.lastLivenessCheck(iid).otherwise(0L)
+      shared.livenessLock(iid, config.get().engine().healthTimeoutMs() + 1_000).onSuccess(lock -> lock.ifPresent(held -> shared.lastLivenessCheck(iid).otherwise(0L)
           .compose(last -> System.currentTimeMillis() - last < interval * 9 / 10 ? Future.<Void>succeededFuture()
               : prober.healthy(engine).compose(ok -> shared.livenessChecked(iid, System.currentTimeMillis()).otherwise((Void) null)
                   .compose(v -> ok ? intake.step(() -> book.liveness(iid, true))
@@ -133,6 +133,12 @@ final class ProbeScheduler {
       }
       return Future.succeededFuture(failed);
     });
+  }
+
+  /** A probe's lease: longer than the longest probe (the lifecycle checks: three health-bounded reads, three legs). */
+  private long probeLeaseMs() {
+    NarwhalConfig cfg = config.get();
+    return 3 * cfg.engine().healthTimeoutMs() + 4 * cfg.engine().firstTokenTimeoutMs() + cfg.engine().decodeReadTimeoutMs() + 1_000;
   }
 
   private boolean serving(String iid) {

@@ -25,15 +25,17 @@ import java.util.function.Supplier;
  * <ul>
  *   <li>{@code narwhal.engine-state}: iid → {@link EngineStateEvent} JSON, plus the {@link FleetHoldEvent};</li>
  *   <li>counters {@code narwhal.streak.<iid>.<class>}: consecutive failures of one class, counted by every replica;</li>
- *   <li>locks {@code narwhal.probe.<iid>}: one probe of an engine at a time, cluster-wide;</li>
- *   <li>locks {@code narwhal.liveness.<iid>} and map {@code narwhal.liveness}: one liveness check of an engine per
- *   sweep interval, cluster-wide, so misses are not counted once per replica.</li>
+ *   <li>leases {@code probe.<iid>} in map {@code narwhal.leases}: one probe of an engine at a time, cluster-wide;</li>
+ *   <li>leases {@code liveness.<iid>} and map {@code narwhal.liveness}: one liveness check of an engine per sweep
+ *   interval, cluster-wide, so misses are not counted once per replica.</li>
  * </ul>
+ * A lease is a map entry {@code {by, until}} taken by compare-and-set and removed by its holder; one whose holder froze,
+ * died or lost the entry's release in a partition's migration runs out at {@code until} and is taken over, so no
+ * replica can block probes or liveness checks for good (Hazelcast's own locks have no such end).
  */
 final class SharedBreakerState {
   static final String LIVENESS_MAP = "narwhal.liveness";
-  /** How long a replica waits for a lock another replica holds before it skips the probe or check. */
-  static final long LOCK_WAIT_MS = 20;
+  static final String LEASES = "narwhal.leases";
   /** Compare-and-set tries of one write before it gives up (the next resync writes again). */
   private static final int CAS_TRIES = 4;
   /** The lock a replica decides under when the shared state cannot be reached: its own book is all there is. */
@@ -43,11 +45,20 @@ final class SharedBreakerState {
   private final SharedStateGuard guard;
   private final Map<String, Future<AsyncMap<String, ?>>> maps = new HashMap<>();
   private final Map<String, Counter> counters = new HashMap<>();
+  private final java.util.function.LongSupplier wallClockMs;
+  private final String holder = java.util.UUID.randomUUID().toString().substring(0, 8);
+  private long leases;
 
   /** @param data the cluster's shared data (the seam where tests make operations fail or stall) */
   SharedBreakerState(SharedData data, SharedStateGuard guard) {
+    this(data, guard, System::currentTimeMillis);
+  }
+
+  /** @param wallClockMs the clock leases run out by (epoch ms, shared by the replicas) */
+  SharedBreakerState(SharedData data, SharedStateGuard guard, java.util.function.LongSupplier wallClockMs) {
     this.data = data;
     this.guard = guard;
+    this.wallClockMs = wallClockMs;
   }
 
   /**
@@ -125,18 +136,35 @@ final class SharedBreakerState {
    * The engine's probe lock; empty when another replica holds it. When the shared state cannot be reached the replica
    * probes on its own (a lock whose release does nothing): it keeps deciding on its local book.
    */
-  Future<Optional<Lock>> probeLock(String iid) {
-    return lock("narwhal.probe." + iid);
+  Future<Optional<Lock>> probeLock(String iid, long leaseMs) {
+    return lease("probe." + iid, leaseMs);
   }
 
-  Future<Optional<Lock>> livenessLock(String iid) {
-    return lock("narwhal.liveness." + iid);
+  Future<Optional<Lock>> livenessLock(String iid, long leaseMs) {
+    return lease("liveness." + iid, leaseMs);
   }
 
-  private Future<Optional<Lock>> lock(String name) {
-    Supplier<Future<Optional<Lock>>> take = () -> data.getLockWithTimeout(name, LOCK_WAIT_MS).map(Optional::of)
-        .otherwise(Optional.empty());
-    return guard.run(take).otherwise(Optional.of(LOCAL_ONLY));
+  private Future<Optional<Lock>> lease(String name, long leaseMs) {
+    long now = wallClockMs.getAsLong();
+    String mine = new JsonObject().put("by", holder + "#" + (++leases)).put("until", now + leaseMs).encode();
+    Supplier<Future<Boolean>> take = () -> this.<String>map(LEASES).compose(m -> m.putIfAbsent(name, mine).compose(held -> {
+      if (held == null) return Future.succeededFuture(true);
+      JsonObject current = parse(held);
+      if (current != null && current.getLong("until", 0L) > now) return Future.succeededFuture(false);
+      return m.replaceIfPresent(name, held, mine);
+    }));
+    return guard.run(take)
+        .map(taken -> taken ? Optional.<Lock>of(() -> guard.run(() -> this.<String>map(LEASES).compose(m -> m.removeIfPresent(name, mine)))
+            .onFailure(err -> { })) : Optional.<Lock>empty())
+        .otherwise(Optional.of(LOCAL_ONLY));
+  }
+
+  private static JsonObject parse(String text) {
+    try {
+      return new JsonObject(text);
+    } catch (RuntimeException malformed) {
+      return null;
+    }
   }
 
   /** When a replica last checked an engine's liveness (epoch ms), 0 if never or unknown. */

@@ -387,6 +387,8 @@ class BreakerBookTest {
     assertEquals("P1", held.producer());
     b.applyRemote(held);
     assertEquals(EngineState.HELD, b.state("D1").orElseThrow());
+    assertTrue(decided(b.readmissionRound()).isEmpty(), "not before the probe time the holding replica set");
+    now.addAndGet(10_000);
     assertEquals(List.of(new BreakerAction.Probe("D1", ProbeKind.INFERENCE, "P1", true)), decided(b.readmissionRound()),
         "another replica probes a held engine with the original producer");
   }
@@ -467,6 +469,43 @@ class BreakerBookTest {
     assertTrue(EngineStateEvent.fromJson(new JsonObject().put("iid", "D0").put("state", "ejected")) == null,
         "an unversioned event is not a breaker's state");
     assertTrue(EngineStateEvent.fromJson(new JsonObject().put("fleet_hold", true)) == null);
+  }
+
+  @Test
+  void replicasBackOffAlikeWhicheverOfThemHoldsOrReadmits() {
+    BreakerBook a = replica("a", "{\"eject_after\": 1}");
+    BreakerBook b = replica("b", "{\"eject_after\": 1}");
+    decided(a.record(failure("D0", Phase.DECODE, FailureClass.STREAM), 1));
+    b.applyRemote(a.stateEvent("D0").orElseThrow());
+    assertTrue(decided(b.readmissionRound()).isEmpty(), "b waits for the probe time a set, not its own next round");
+    now.addAndGet(10_000);
+    assertEquals(1, decided(a.readmissionRound()).size());
+    decided(a.probeResult("D0", ProbeKind.INFERENCE, ProbeOutcome.PASSED));
+    b.applyRemote(a.stateEvent("D0").orElseThrow());
+    now.addAndGet(1_000);
+    decided(b.record(failure("D0", Phase.DECODE, FailureClass.STREAM), 1));
+    assertEquals(EngineState.HELD, b.state("D0").orElseThrow());
+    EngineStateEvent held = b.stateEvent("D0").orElseThrow();
+    assertEquals(now.get() + 20_000, held.untilMs(), "b knows a readmitted it a second ago: the wait doubles");
+    a.applyRemote(held);
+    now.addAndGet(10_000);
+    assertTrue(decided(a.readmissionRound()).isEmpty(), "a keeps to b's schedule");
+    now.addAndGet(10_000);
+    assertEquals(1, decided(a.readmissionRound()).size());
+  }
+
+  @Test
+  void aServingStateFromBeforeAnEngineWasAddedIsALeftoverNotACheck() {
+    BreakerBook b = book("{}");
+    List<EngineConfig> more = new java.util.ArrayList<>(FLEET);
+    more.add(engine("D2", Role.DECODE));
+    EngineStateEvent leftover = new EngineStateEvent("D2", EngineState.SERVING, null, 0, null, now.get() - 60_000, "breaker-gone");
+    decided(b.reconfigure(more, recovery("{}"), false));
+    assertTrue(b.applyRemote(leftover).isEmpty());
+    assertEquals(EngineState.EJECTED, b.state("D2").orElseThrow(), "an engine removed and added again is checked again");
+    assertEquals(List.of(new BreakerAction.Probe("D2", ProbeKind.LIFECYCLE, null)), decided(b.readmissionRound()));
+    EngineStateEvent checkedElsewhere = new EngineStateEvent("D2", EngineState.SERVING, null, 0, null, now.get() + 1, "breaker-c");
+    assertTrue(b.applyRemote(checkedElsewhere).isPresent(), "a replica's check after the add counts");
   }
 
   /** The decisions among a step's actions: what the existing cases check (streak changes are checked on their own). */

@@ -13,6 +13,7 @@ import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.AdminCommand;
 import narwhal.common.config.NarwhalConfig;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -44,6 +45,8 @@ import java.util.logging.Logger;
         "Exit status: 0 done, 1 refused (bad arguments, or e.g. 401 wrong token), 2 could not ask."})
 final class AdminCli implements Callable<Integer> {
   static final List<String> COMMANDS = AdminCommand.wireNames();
+  /** Time allowed to join the cluster on top of {@code --timeout}, the bound of the whole command. */
+  static final long JOIN_GRACE_MS = 10_000;
   /** The longest quarantine the breaker takes (a year). */
   static final double MAX_QUARANTINE_S = 365 * 24 * 3600.0;
   /** Kept so the quieter levels set for the command line are not collected away. */
@@ -102,6 +105,30 @@ final class AdminCli implements Callable<Integer> {
       return 2;
     }
     quietLogs();
+    NarwhalConfig.AdminView view = config;
+    java.util.concurrent.CompletableFuture<Integer> asked = java.util.concurrent.CompletableFuture.supplyAsync(
+        () -> ask(view, args, out, err), runnable -> {
+          Thread t = new Thread(runnable, "narwhal-admin");
+          t.setDaemon(true);
+          t.start();
+        });
+    try {
+      return asked.get((long) (timeoutS * 1000) + JOIN_GRACE_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      err.println("narwhal admin: no answer within " + timeoutS + " s (joining cluster \"" + config.cluster().name()
+          + "\" or waiting for a reply; a replica may be frozen or unreachable)");
+      return 2;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return 2;
+    } catch (java.util.concurrent.ExecutionException e) {
+      err.println("narwhal admin: " + e.getCause().getMessage());
+      return 2;
+    }
+  }
+
+  /** Joins, sends, prints; the exit status. Bounded by the caller ({@code --timeout} plus the join's grace). */
+  private int ask(NarwhalConfig.AdminView config, JsonObject args, PrintWriter out, PrintWriter err) {
     String token = env.apply(config.admin().tokenEnv());
     HazelcastClusterManager manager = ClusterBootstrap.clusterManager(config.cluster(), true);
     Vertx vertx;
@@ -134,6 +161,15 @@ final class AdminCli implements Callable<Integer> {
     }
   }
 
+  /** The admin command documents bad arguments, a parse error included, as exit 1 ("refused"); 2 is "could not ask". */
+  static CommandLine badArgumentsExitOne(CommandLine admin) {
+    return admin.setParameterExceptionHandler((ex, args) -> {
+      ex.getCommandLine().getErr().println("narwhal admin: " + ex.getMessage());
+      ex.getCommandLine().usage(ex.getCommandLine().getErr());
+      return 1;
+    });
+  }
+
   private JsonObject args() {
     AdminCommand parsed = AdminCommand.parse(command).orElseThrow(() ->
         new CommandFailure("\"" + command + "\" is not a command: expected one of " + String.join(", ", COMMANDS)));
@@ -144,6 +180,7 @@ final class AdminCli implements Callable<Integer> {
     } else if (iid != null) {
       throw new CommandFailure(command + " takes no engine (got " + iid + ")");
     }
+    if (!(timeoutS > 0) || timeoutS > 3600) throw new CommandFailure("--timeout needs seconds with 0 < S <= 3600");
     if (force) {
       if (parsed != AdminCommand.EJECT && parsed != AdminCommand.QUARANTINE && parsed != AdminCommand.DRAIN) {
         throw new CommandFailure("--force applies to eject, quarantine and drain only");
@@ -151,8 +188,8 @@ final class AdminCli implements Callable<Integer> {
       args.put("force", true);
     }
     if (parsed == AdminCommand.QUARANTINE) {
-      if (seconds == null || !(seconds > 0) || seconds > MAX_QUARANTINE_S) {
-        throw new CommandFailure("quarantine needs --seconds S with 0 < S <= " + (long) MAX_QUARANTINE_S + " (a year)");
+      if (seconds == null || !(seconds >= 0.001) || seconds > MAX_QUARANTINE_S) {
+        throw new CommandFailure("quarantine needs --seconds S with 0.001 <= S <= " + (long) MAX_QUARANTINE_S + " (a year)");
       }
       args.put("seconds", seconds);
     } else if (seconds != null) {

@@ -29,6 +29,8 @@ public final class NarwhalCommand implements Runnable {
       commandLine.getErr().println("narwhal: " + ex.getMessage());
       return 2;
     });
+    CommandLine admin = cli.getSubcommands().get("admin");
+    if (admin != null) AdminCli.badArgumentsExitOne(admin);
     return cli;
   }
 }

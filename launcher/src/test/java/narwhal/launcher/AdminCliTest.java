@@ -55,7 +55,8 @@ class AdminCliTest {
     command.env = env;
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    CommandLine cli = new CommandLine(command).setOut(new PrintWriter(out, true)).setErr(new PrintWriter(err, true));
+    CommandLine cli = AdminCli.badArgumentsExitOne(new CommandLine(command)).setOut(new PrintWriter(out, true))
+        .setErr(new PrintWriter(err, true));
     String[] all = new String[args.length + 2];
     System.arraycopy(args, 0, all, 0, args.length);
     all[args.length] = "--fleet";
@@ -101,12 +102,14 @@ class AdminCliTest {
     assertEquals("narwhal admin: eject needs the engine's iid, e.g. narwhal admin eject D0", noIid.err().strip());
     Run noSeconds = admin(ClusterHarness.ENV, "quarantine", "D1");
     assertEquals(1, noSeconds.exit());
-    assertEquals("narwhal admin: quarantine needs --seconds S with 0 < S <= 31536000 (a year)", noSeconds.err().strip());
+    assertEquals("narwhal admin: quarantine needs --seconds S with 0.001 <= S <= 31536000 (a year)", noSeconds.err().strip());
     Run forever = admin(ClusterHarness.ENV, "quarantine", "D1", "--seconds", "1e18");
     assertEquals(1, forever.exit(), "no overflow to year -292274998");
     Run unknown = admin(ClusterHarness.ENV, "explode");
     assertEquals(1, unknown.exit());
     assertTrue(unknown.err().contains("\"explode\" is not a command"), unknown.err());
+    assertEquals(1, admin(ClusterHarness.ENV, "quarantine", "D1", "--seconds", "abc").exit(), "a picocli parse error is a bad argument too");
+    assertEquals(1, admin(ClusterHarness.ENV, "state", "--timeout=0").exit());
     Run forceState = admin(ClusterHarness.ENV, "state", "--force");
     assertEquals(1, forceState.exit());
     assertEquals("narwhal admin: --force applies to eject, quarantine and drain only", forceState.err().strip());
@@ -131,7 +134,9 @@ class AdminCliTest {
     h.awaitTrue("both replicas refuse D1", 10_000, () -> ClusterHarness.all(h.replicas, node -> h.refuses(node, "D1", Phase.DECODE)));
 
     assertEquals(0, admin(ClusterHarness.ENV, "readmit", "D0").exit());
-    assertEquals(0, admin(ClusterHarness.ENV, "readmit", "D1").exit());
+    Run readmitDraining = admin(ClusterHarness.ENV, "readmit", "D1");
+    assertEquals(1, readmitDraining.exit(), "a drained engine is undrained, through the checks");
+    assertEquals(0, admin(ClusterHarness.ENV, "undrain", "D1").exit());
     h.awaitTrue("both replicas place on D1 again", 10_000,
         () -> ClusterHarness.all(h.replicas, node -> h.refuses(node, "D1", Phase.DECODE).map(refused -> !refused)));
   }

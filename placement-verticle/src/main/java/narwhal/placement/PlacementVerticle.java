@@ -57,6 +57,11 @@ public final class PlacementVerticle extends VerticleBase {
   private LoadReadings loads;
   /** The version of each engine's state and of the fleet hold last applied. */
   private final Map<String, StateVersion> versions = new HashMap<>();
+  /**
+   * When a reload added each engine (epoch ms): a serving state from before that is a leftover of an earlier engine
+   * under the iid (the shared map keeps states of removed engines), not a check of this one.
+   */
+  private final Map<String, Long> addedAt = new HashMap<>();
   /** Read by routers' event loops through {@link Local}. */
   private volatile boolean fleetHold;
   private final Local local = new Local();
@@ -157,13 +162,24 @@ public final class PlacementVerticle extends VerticleBase {
 
   /**
    * A reloaded fleet file: removed engines take no new legs (their reservations still release), added ones stay out
-   * of placement until the breaker's readmission checks put them in service.
+   * of placement until the breaker's readmission checks put them in service (or take the cluster's drain,
+   * quarantine or ejection of them).
    */
   private void reconfigured(NarwhalConfig cfg) {
     Set<String> known = new HashSet<>();
     table.view().forEach(e -> known.add(e.iid()));
     table.setEngines(cfg.engines());
-    cfg.engines().stream().filter(e -> !known.contains(e.iid())).forEach(e -> table.setState(e.iid(), EngineState.EJECTED));
+    long now = System.currentTimeMillis();
+    for (EngineConfig e : cfg.engines()) {
+      if (known.contains(e.iid())) continue;
+      table.setState(e.iid(), EngineState.EJECTED);
+      versions.remove(e.iid());
+      addedAt.put(e.iid(), now);
+    }
+    known.stream().filter(iid -> cfg.engines().stream().noneMatch(e -> e.iid().equals(iid))).forEach(iid -> {
+      versions.remove(iid);
+      addedAt.remove(iid);
+    });
     if (config != null) {
       table.configure(cfg.placement(), cfg.recovery().ejectAfter());
       if (loads != null) {
@@ -210,7 +226,8 @@ public final class PlacementVerticle extends VerticleBase {
     FleetHoldEvent hold = FleetHoldEvent.fromJson(body);
     if (hold != null && current(SharedState.FLEET_HOLD_KEY, hold.version())) fleetHold = hold.held();
     EngineStateEvent event = EngineStateEvent.fromJson(body);
-    if (event != null && current(event.iid(), event.version())) table.setState(event.iid(), event.state());
+    if (event == null || event.state() == EngineState.SERVING && event.changedMs() < addedAt.getOrDefault(event.iid(), 0L)) return;
+    if (current(event.iid(), event.version())) table.setState(event.iid(), event.state());
   }
 
   /** Whether a version is newer than the one already applied under {@code key}; records it if so. */

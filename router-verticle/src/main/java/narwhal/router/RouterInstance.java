@@ -282,7 +282,8 @@ final class RouterInstance extends VerticleBase {
         b.getJsonArray("engines", new JsonArray()).stream().map(JsonObject.class::cast)
             .filter(e -> engine.getString("iid").equals(e.getString("iid"))).findFirst()
             .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks"))
-                .put("last_probe", e.getString("last_probe")));
+                .put("last_probe", e.getString("last_probe")).put("next_probe_ms", e.getValue("next_probe_ms"))
+                .put("backoff", e.getValue("backoff")));
       }
       rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
           .put("ready", p.getBoolean("ready", false) && !shared.admission().draining())

@@ -93,7 +93,7 @@ class BreakerRecoveryTest {
         .put("recovery", new JsonObject().put("eject_after", 1).put("monitor_interval_s", 0.1).put("readmit_every", 2)
             .put("liveness_every", 100000)))) {
       h.admin("drain", new JsonObject().put("iid", "P1"));
-      h.admin("drain", new JsonObject().put("iid", "D1"));
+      h.admin("quarantine", new JsonObject().put("iid", "D1").put("seconds", 600));
       h.engine("D0").faults().add(new JsonObject().put("kind", "silence_after").put("after", 1).put("phase", "decode").put("count", 1));
       io.vertx.core.Future<RouterHarness.Reply> failing = h.onContext(() -> io.vertx.core.Future.future(p ->
           new Thread(() -> p.complete(h.post("/v1/completions", DisaggregatedExecutionTest.completion(false)))).start()));

@@ -142,6 +142,32 @@ class OperatorSafetyTest {
     }
   }
 
+  @Test
+  void anEngineRemovedAndAddedAgainIsCheckedAndThenServes() throws Exception {
+    try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode"), FAST_ROUNDS)) {
+      JsonObject full = h.config.toJson();
+      JsonArray without = new JsonArray();
+      full.getJsonArray("engines").stream().map(JsonObject.class::cast).filter(e -> !"D1".equals(e.getString("iid"))).forEach(without::add);
+      h.config = NarwhalConfig.fromJson(full.copy().put("engines", without));
+      h.vertx.eventBus().publish(Addresses.CONFIG_CHANGED, h.config.toJson());
+      h.placementSettled();
+      h.config = NarwhalConfig.fromJson(full);
+      h.vertx.eventBus().publish(Addresses.CONFIG_CHANGED, h.config.toJson());
+      JsonObject back = awaitEvent(h, e -> "engine_state".equals(e.getString("event")) && "D1".equals(e.getString("iid"))
+          && "serving".equals(e.getString("to")));
+      assertEquals("lifecycle_probe", back.getString("cause"), "re-added, it is checked before it serves");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (!"serving".equals(AdminAndPlacementTest.engineState(h, "D1"))) {
+        assertTrue(System.nanoTime() < deadline, "placement takes D1 again: " + h.get("/narwhal/state").body());
+        Thread.sleep(20);
+      }
+      h.resetEngines();
+      for (int i = 0; i < 6; i++) assertEquals(200, h.post("/v1/completions", DisaggregatedExecutionTest.completion(false)).status());
+      assertTrue(h.engine("D1").requests().stream().anyMatch(r -> r.getString("request_id").endsWith("-decode")),
+          "client decodes reach the re-added engine");
+    }
+  }
+
   /** The first journal event matching {@code which}, waiting for it to be written. */
   static JsonObject awaitEvent(RouterHarness h, Predicate<JsonObject> which) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

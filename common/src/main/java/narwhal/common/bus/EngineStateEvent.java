@@ -5,9 +5,10 @@ import io.vertx.core.json.JsonObject;
 /**
  * One engine's breaker state as it crosses the cluster (docs/architecture.md#what-lives-in-the-cluster): published on {@link Addresses#FLEET_CHANGED}
  * and kept as JSON text in the {@link SharedState#ENGINE_STATE_MAP} shared map. Besides {@code iid}, {@code state} and
- * {@code cause}, which placement reads, it carries what another replica's breaker needs to take the state over: the
- * quarantine's end ({@code until_ms}, wall-clock epoch ms, so every replica ends it at the same instant), the producer an
- * inference probe must use, and its {@link StateVersion} ({@code changed_ms}, {@code origin}).
+ * {@code cause}, which placement reads, it carries what another replica's breaker needs to take the state over:
+ * {@code until_ms} (wall-clock epoch ms) — the quarantine's end, so every replica ends it at the same instant, or for a
+ * held or ejected engine when it may be probed next, so every replica backs off alike —, the producer an inference
+ * probe must use, and its {@link StateVersion} ({@code changed_ms}, {@code origin}).
  */
 public record EngineStateEvent(String iid, EngineState state, String cause, long untilMs, String producer, long changedMs,
                                String origin) {
