@@ -121,6 +121,21 @@ class TokenAccountingTest {
   }
 
   @Test
+  void cachedPromptTokensAreCountedWhenTheEngineReportsThem() throws Exception {
+    try (RouterHarness details = RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json,
+        (iid, o) -> o.setEnablePromptTokensDetails(true), Map.of())) {
+      RouterHarness.Reply reply = details.post("/v1/chat/completions", chat(true));
+      assertEquals(200, reply.status(), reply.body());
+      JsonObject row = details.journalRow(reply.requestId());
+      int cached = row.getInteger("cached_tokens");
+      assertTrue(cached > 0, "the consumer pulled the prompt's KV: " + row.encode());
+      assertEquals(cached, details.registry.get("narwhal.tokens").tag("model", RouterHarness.MODEL).tag("kind", "cached")
+          .counter().count());
+      assertFalse(reply.body().contains("\"usage\""), "still no usage chunk for a client that did not ask");
+    }
+  }
+
+  @Test
   void eachHistogramRecordsWhatItNames() {
     long itl = timer("narwhal.inter.token.latency").count();
     long tpot = timer("narwhal.time.per.output.token").count();
