@@ -85,7 +85,12 @@ public final class RouterVerticle extends VerticleBase {
     } catch (ConfigException e) {
       return Future.failedFuture(e);
     }
-    Tracing tracing = Tracing.start(TraceExport.resolve(cfg.telemetry(), env), env);
+    Tracing tracing;
+    try {
+      tracing = Tracing.start(TraceExport.resolve(cfg.telemetry(), env), env);
+    } catch (ConfigException e) {
+      return Future.failedFuture(e);
+    }
     return Journal.open(vertx, cfg.journal()).compose(journal -> {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)

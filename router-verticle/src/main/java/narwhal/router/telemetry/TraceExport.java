@@ -1,5 +1,6 @@
 package narwhal.router.telemetry;
 
+import narwhal.common.config.ConfigException;
 import narwhal.common.config.TelemetryConfig;
 
 import java.util.LinkedHashMap;
@@ -10,7 +11,8 @@ import java.util.function.UnaryOperator;
  * Where spans go, from {@code telemetry.otlp_endpoint} or else the standard OpenTelemetry variables: the traces URL
  * ({@code <base>/v1/traces}; {@code OTEL_EXPORTER_OTLP_TRACES_ENDPOINT} is used as it is) and the headers
  * ({@code OTEL_EXPORTER_OTLP_HEADERS}, then {@code OTEL_EXPORTER_OTLP_TRACES_HEADERS}, as {@code key=value,...}).
- * Null from {@link #resolve} when nothing names an endpoint, or {@code OTEL_SDK_DISABLED} is {@code true}: tracing is off.
+ * Null from {@link #resolve} when nothing names an endpoint, or {@code OTEL_SDK_DISABLED} is {@code true}: tracing is off;
+ * a variable that is not an http(s) URL is refused with a {@link ConfigException}.
  */
 public record TraceExport(String tracesUrl, Map<String, String> headers, double sampleRatio, String serviceName) {
 
@@ -27,9 +29,9 @@ public record TraceExport(String tracesUrl, Map<String, String> headers, double 
     if (!cfg.otlpEndpoint().isEmpty()) {
       url = base(cfg.otlpEndpoint()) + TRACES_PATH;
     } else if (!trimmed(env.apply("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")).isEmpty()) {
-      url = trimmed(env.apply("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"));
+      url = checked("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", env);
     } else if (!trimmed(env.apply("OTEL_EXPORTER_OTLP_ENDPOINT")).isEmpty()) {
-      url = base(trimmed(env.apply("OTEL_EXPORTER_OTLP_ENDPOINT"))) + TRACES_PATH;
+      url = base(checked("OTEL_EXPORTER_OTLP_ENDPOINT", env)) + TRACES_PATH;
     } else {
       return null;
     }
@@ -37,6 +39,16 @@ public record TraceExport(String tracesUrl, Map<String, String> headers, double 
     headers.putAll(headers(env.apply("OTEL_EXPORTER_OTLP_HEADERS")));
     headers.putAll(headers(env.apply("OTEL_EXPORTER_OTLP_TRACES_HEADERS")));
     return new TraceExport(url, headers, cfg.sampleRatio(), cfg.serviceName());
+  }
+
+  /** The variable's URL, refused (naming it, its value and what is expected) unless it is an http(s) URL. */
+  private static String checked(String variable, UnaryOperator<String> env) {
+    String url = trimmed(env.apply(variable));
+    if (!TelemetryConfig.validEndpoint(url)) {
+      throw new ConfigException(variable, variable + ": " + io.vertx.core.json.Json.encode(url)
+          + " is not valid: expected an http:// or https:// URL such as http://collector:4318");
+    }
+    return url;
   }
 
   private static String base(String url) {

@@ -47,6 +47,14 @@ class TraceExportTest {
   }
 
   @Test
+  void aVariableThatIsNoUrlIsRefusedNamingIt() {
+    narwhal.common.config.ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(narwhal.common.config.ConfigException.class,
+        () -> TraceExport.resolve(TelemetryConfig.defaults(), env(Map.of("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"))));
+    assertEquals("OTEL_EXPORTER_OTLP_ENDPOINT: \"collector:4318\" is not valid: expected an http:// or https:// URL such as "
+        + "http://collector:4318", e.getMessage());
+  }
+
+  @Test
   void otelSdkDisabledTurnsItOff() {
     assertNull(TraceExport.resolve(new TelemetryConfig("http://collector:4318", 1.0, "narwhal"),
         env(Map.of("OTEL_SDK_DISABLED", "true"))));
