@@ -64,12 +64,12 @@ final class RequestLifecycle {
   private long lastOutputAt;
   /** The attempt whose failure scheduled the pending retry, its fault and its journal entry. */
   private Attempt retried;
-  /** The engine's usage of the completed decode, null until then (or when it sent none). */
-  private JsonObject usage;
   private EngineFault retriedFault;
   private JsonObject retriedEntry;
   private boolean fitChecked;
   private int handoffsLeft;
+  /** The engine's usage of the completed decode, null until then (or when it sent none). */
+  private JsonObject usage;
 
   /** A retry found no credit left when its prefill was about to dispatch (another request spent it meanwhile). */
   private static final class RetryDenied extends RuntimeException {
