@@ -41,6 +41,7 @@ final class CompletionHandler {
     }
     JsonObject entry = engine.log().record(path, headerId, req.phase, body.copy());
     engine.log().update(entry, "authorization", ctx.request().getHeader("authorization"));
+    engine.log().update(entry, "traceparent", ctx.request().getHeader("traceparent"));
     FaultRule fault;
     try {
       fault = selectFault(ctx, req);

@@ -10,7 +10,8 @@ import java.util.List;
 
 /**
  * Every inference request an engine received, oldest first, so tests can check what a router
- * actually sent (body, {@code x-request-id}, leg) and whether KV was transferred or recomputed.
+ * actually sent (body, {@code x-request-id}, {@code authorization} and {@code traceparent} headers, leg) and whether
+ * KV was transferred or recomputed.
  * Bounded by {@code requestLogLimit}. Thread-safe; readers get copies.
  */
 final class RequestLog {

@@ -22,7 +22,7 @@ final class ServeOptions {
     NarwhalConfig c = fleetFile.load();
     if (!cluster || c.cluster().enabled()) return c;
     return new NarwhalConfig(c.model(), c.engines(), c.engineContract(), c.server(), c.serving(), c.engine(), c.recovery(),
-        c.cluster().enable(), c.admin(), c.journal(), c.metrics(), c.sim(), c.placement());
+        c.cluster().enable(), c.admin(), c.journal(), c.metrics(), c.sim(), c.placement(), c.telemetry());
   }
 
   /** Starts a replica for the fleet file and watches the file for hot reload. */

@@ -11,6 +11,7 @@ import io.vertx.ext.web.RoutingContext;
 import narwhal.common.config.PlacementConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.engines.json.Utf8;
+import narwhal.router.telemetry.RequestTrace;
 
 import java.time.Instant;
 import java.util.Optional;
@@ -73,7 +74,9 @@ final class InferenceHandler implements Handler<RoutingContext> {
         PromptAffinity.of(body, chat, session, placement));
     ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn())
         : new JsonAssembler(rc.response(), chat, rid, cfg.model(), body.getValue("tool_choice"), arrived.getEpochSecond());
-    new RequestLifecycle(ctx, request, sink, ctx.admission()::finished).start();
+    RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
+        new RequestTrace.Start(chat, cfg.model(), rid, clientRid, endpoint, stream, arrivedNanos, body.getValue("max_tokens")));
+    new RequestLifecycle(ctx, request, sink, ctx.admission()::finished, trace).start();
   }
 
   /** What the client is told about a body that is not a usable JSON object: a parser limit it went past is named. */

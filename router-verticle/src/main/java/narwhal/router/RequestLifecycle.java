@@ -20,6 +20,7 @@ import narwhal.engines.client.PrefillCall;
 import narwhal.engines.connector.HandoffExpectations;
 import narwhal.engines.connector.PrefillResult;
 import narwhal.engines.sse.SseEvent;
+import narwhal.router.telemetry.RequestTrace;
 
 import java.time.Instant;
 import java.util.ArrayList;
@@ -41,6 +42,8 @@ final class RequestLifecycle {
   private final InferenceRequest request;
   private final ClientSink sink;
   private final Runnable onFinish;
+  private final RequestTrace trace;
+  private final ModelMetrics.Model perModel;
   private final Set<Reservation> held = new LinkedHashSet<>();
   private final Set<String> excluded = new HashSet<>();
   private final List<JsonObject> attemptFailures = new ArrayList<>();
@@ -55,12 +58,18 @@ final class RequestLifecycle {
   private Attempt current;
   private long ttftNanos = -1;
   private long firstByteNanos = -1;
+  /** {@link System#nanoTime()} of the decode dispatch, of the first and of the latest output of the current attempt. */
+  private long decodeSentAt;
+  private long firstOutputAt;
+  private long lastOutputAt;
   /** The attempt whose failure scheduled the pending retry, its fault and its journal entry. */
   private Attempt retried;
   private EngineFault retriedFault;
   private JsonObject retriedEntry;
   private boolean fitChecked;
   private int handoffsLeft;
+  /** The engine's usage of the completed decode, null until then (or when it sent none). */
+  private JsonObject usage;
 
   /** A retry found no credit left when its prefill was about to dispatch (another request spent it meanwhile). */
   private static final class RetryDenied extends RuntimeException {
@@ -94,12 +103,18 @@ final class RequestLifecycle {
   }
 
   RequestLifecycle(RouterContext ctx, InferenceRequest request, ClientSink sink, Runnable onFinish) {
+    this(ctx, request, sink, onFinish, RequestTrace.OFF);
+  }
+
+  RequestLifecycle(RouterContext ctx, InferenceRequest request, ClientSink sink, Runnable onFinish, RequestTrace trace) {
     this.ctx = ctx;
+    this.trace = trace;
     this.cfg = ctx.config().get();
     this.request = request;
     this.sink = sink;
     this.onFinish = onFinish;
     this.deadlineNanos = request.arrivedNanos() + cfg.serving().requestTimeoutMs() * 1_000_000;
+    this.perModel = ctx.models().of(cfg.model());
   }
 
   void start() {
@@ -111,6 +126,7 @@ final class RequestLifecycle {
   private void runAttempt() {
     Attempt a = new Attempt(++attempt);
     current = a;
+    trace.attempt(a.number);
     reserve(Phase.PREFILL, null)
         .compose(producer -> fits(producer).map(producer))
         .compose(producer -> prefill(a, producer))
@@ -125,9 +141,9 @@ final class RequestLifecycle {
 
   private Future<Reservation> reserve(Phase phase, String avoid) {
     if (done) return Future.failedFuture(new CancellationException());
-    return ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid,
+    return trace.placement(phase, ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid,
             phase == Phase.PREFILL ? request.affinity() : null))
-        .onSuccess(held::add);
+        .onSuccess(held::add), Reservation::iid);
   }
 
   /** The first attempt asks whether the request fits the context; a request that does not is refused here. */
@@ -151,16 +167,17 @@ final class RequestLifecycle {
     }
     dispatched = true;
     ctx.metrics().prefillAttempt();
-    PrefillCall call = new PrefillCall(producer.url(), request.endpoint(), request.body(), cfg.model(),
-        request.rid() + "-a" + a.number + "-prefill", cfg.serving().prefillTimeoutMs(),
-        expectations(producer.iid()));
-    return ctx.engines().prefill(call, cancelLegs.future())
+    String requestId = request.rid() + "-a" + a.number + "-prefill";
+    return trace.prefill(producer.iid(), requestId, headers -> ctx.engines().prefill(new PrefillCall(producer.url(),
+            request.endpoint(), request.body(), cfg.model(), requestId, cfg.serving().prefillTimeoutMs(),
+            expectations(producer.iid()), headers), cancelLegs.future())
         .onComplete(ar -> release(producer))
         .onSuccess(handoff -> {
           a.handoff = handoff;
           ttftNanos = handoff.legCompletedNanos() - request.arrivedNanos();
+          perModel.prefillLeg(handoff.legCompletedNanos() - handoff.legStartedNanos());
           ctx.controlBus().report(LegOutcome.success(producer.iid(), Phase.PREFILL));
-        });
+        }));
   }
 
   private HandoffExpectations expectations(String producerIid) {
@@ -179,24 +196,35 @@ final class RequestLifecycle {
     }
     ctx.metrics().decodeAttempt();
     boolean sameWorker = a.consumer.iid().equals(a.producer.iid());
-    DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), cfg.model(),
-        request.rid() + "-a" + a.number + "-decode", sameWorker,
-        cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs());
+    String requestId = request.rid() + "-a" + a.number + "-decode";
+    decodeSentAt = System.nanoTime();
+    long handoffAge = decodeSentAt - handoff.legCompletedNanos();
+    perModel.handoffAge(handoffAge);
+    DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), cfg.model(), requestId, sameWorker,
+        cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs(),
+        trace.decode(a.consumer.iid(), requestId, sameWorker, handoffAge));
     sink.attemptStarted();
     DecodeStream stream = ctx.engines().decode(handoff, call);
     decode = stream;
     Runnable resume = stream::resume;
     stream.handler(event -> relay(a, event, stream, resume));
-    return stream.end().onComplete(ar -> release(a.consumer));
+    return trace.decodeEnd(stream.end().onComplete(ar -> release(a.consumer)));
   }
 
   private void relay(Attempt a, SseEvent event, DecodeStream stream, Runnable resume) {
     if (done) return;
     if (event instanceof SseEvent.Output output) {
+      long now = System.nanoTime();
       if (!a.decodeOutput) {
         a.decodeOutput = true;
-        firstByteNanos = System.nanoTime() - request.arrivedNanos();
+        firstByteNanos = now - request.arrivedNanos();
+        firstOutputAt = now;
+        perModel.decodeFirstToken(now - decodeSentAt);
+        trace.firstOutput(now);
+      } else {
+        perModel.interToken(now - lastOutputAt);
       }
+      lastOutputAt = now;
       sink.output(output);
     } else if (event instanceof SseEvent.Metadata metadata) {
       sink.metadata(metadata);
@@ -208,6 +236,7 @@ final class RequestLifecycle {
     if (done) return;
     ctx.controlBus().report(LegOutcome.success(a.consumer.iid(), Phase.DECODE));
     sink.complete(end);
+    account(end);
     ctx.retryBudget().completed();
     ctx.metrics().served(attempt > 1);
     finish("completed", null, 200, null);
@@ -222,6 +251,7 @@ final class RequestLifecycle {
       return;
     }
     if (err instanceof RetryDenied) {
+      trace.attemptEnded("shared_budget");
       retryDenied(a);
       return;
     }
@@ -234,6 +264,7 @@ final class RequestLifecycle {
       return;
     }
     if (err instanceof ReplyException reply) {
+      trace.attemptEnded(reply.failureCode() == Failures.FLEET_HOLD ? "fleet_hold" : "no_engine");
       noEngine(reply);
       return;
     }
@@ -260,6 +291,7 @@ final class RequestLifecycle {
     if (leftToLease(a)) entry.put("handoff", "left_to_lease");
     attemptFailures.add(entry);
     ctx.metrics().attemptFailure(fault.phase().wireName(), fault.kind().reason());
+    trace.attemptFailed(fault, retryReason);
     if (retry) {
       retried = a;
       retriedFault = fault;
@@ -362,6 +394,7 @@ final class RequestLifecycle {
     for (Reservation r : List.copyOf(held)) release(r);
     if (ttftNanos >= 0) ctx.metrics().ttft(ttftNanos);
     if (firstByteNanos >= 0) ctx.metrics().firstByte(firstByteNanos);
+    trace.finished(terminal, reason, status, errorType, attempt);
     ctx.journal().append(journalRow(terminal, reason, status, errorType));
     onFinish.run();
   }
@@ -379,7 +412,33 @@ final class RequestLifecycle {
         .put("crossed", hasDecode ? !a.consumer.iid().equals(a.producer.iid()) : null)
         .put("attempts", attempt).put("attempt_failures", new JsonArray(new ArrayList<>(attemptFailures)))
         .put("output_len", sink.outputLength()).put("handoffs_left", handoffsLeft)
+        .put("prompt_tokens", usageCount("prompt_tokens")).put("completion_tokens", usageCount("completion_tokens"))
+        .put("cached_tokens", cachedTokens()).put("trace_id", trace.traceId())
         .put("duration_s", (System.nanoTime() - request.arrivedNanos()) / 1e9);
+  }
+
+  /**
+   * The request's tokens, counted and timed per model (docs/metrics.md): the engine's usage, time per output token
+   * (vLLM's definition: the decode's time after its first output over the tokens after the first), end to end.
+   */
+  private void account(DecodeEnd end) {
+    usage = end.usage();
+    perModel.usage(usage);
+    long now = System.nanoTime();
+    perModel.e2e(now - request.arrivedNanos());
+    Integer completion = usageCount("completion_tokens");
+    int tokens = completion != null ? completion : end.outputFrames();
+    if (tokens > 1) perModel.perOutputToken((lastOutputAt - firstOutputAt) / (tokens - 1));
+    trace.completed(usage, end.finishReason(), sink.outputLength());
+  }
+
+  private Integer usageCount(String field) {
+    return usage != null && usage.getValue(field) instanceof Number n ? n.intValue() : null;
+  }
+
+  private Integer cachedTokens() {
+    return usage != null && usage.getValue("prompt_tokens_details") instanceof JsonObject details
+        && details.getValue("cached_tokens") instanceof Number n ? n.intValue() : null;
   }
 
   private static Double seconds(long nanos) {

@@ -69,7 +69,7 @@ final class RouterInstance extends VerticleBase {
         cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, cfg.engine().engineApiKey(shared.env())));
     ctx = new RouterContext(vertx, config, engines, new ControlBusClient(vertx, shared.metrics()), shared.retryBudget(),
         shared.facts(), shared.journal(), shared.metrics(), () -> ThreadLocalRandom.current().nextDouble(), shared.admission(),
-        new EndOfTurn(context));
+        new EndOfTurn(context), shared.models(), shared.tracing());
     serverOptions = new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
         .setHttp2ClearTextEnabled(false);
     return vertx.createHttpServer(serverOptions)

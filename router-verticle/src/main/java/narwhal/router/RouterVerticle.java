@@ -9,6 +9,8 @@ import narwhal.common.bus.Addresses;
 import narwhal.common.config.ConfigException;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.common.config.StartOnlyKeys;
+import narwhal.router.telemetry.TraceExport;
+import narwhal.router.telemetry.Tracing;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -30,7 +32,8 @@ public final class RouterVerticle extends VerticleBase {
   /** What the instances of one replica share; every part is thread-safe. */
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
                 Journal journal, RetryBudget retryBudget, Admission admission, Supplier<List<String>> members,
-                UnaryOperator<String> env, AtomicReference<Access> access, AtomicReference<List<String>> restartPending) {
+                UnaryOperator<String> env, AtomicReference<Access> access, AtomicReference<List<String>> restartPending,
+                ModelMetrics models, Tracing tracing) {
   }
 
   private final Supplier<NarwhalConfig> config;
@@ -82,12 +85,18 @@ public final class RouterVerticle extends VerticleBase {
     } catch (ConfigException e) {
       return Future.failedFuture(e);
     }
+    Tracing tracing;
+    try {
+      tracing = Tracing.start(TraceExport.resolve(cfg.telemetry(), env), env);
+    } catch (ConfigException e) {
+      return Future.failedFuture(e);
+    }
     return Journal.open(vertx, cfg.journal()).compose(journal -> {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
-          new AtomicReference<>(List.of()));
+          new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.model()), tracing);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
@@ -100,7 +109,7 @@ public final class RouterVerticle extends VerticleBase {
       int listenPort = port == 0 ? -ANY_PORT_KEYS.incrementAndGet() : port;
       return vertx.deployVerticle(() -> instance(new RouterInstance(shared, listenPort)),
           new DeploymentOptions().setInstances(cfg.server().eventLoops()));
-    }).recover(err -> closeJournal().transform(x -> Future.failedFuture(err)));
+    }).recover(err -> closeJournal().eventually(() -> tracing.close(vertx)).transform(x -> Future.failedFuture(err)));
   }
 
   private synchronized RouterInstance instance(RouterInstance instance) {
@@ -114,7 +123,7 @@ public final class RouterVerticle extends VerticleBase {
    */
   @Override
   public Future<?> stop() {
-    return closeJournal();
+    return closeJournal().eventually(() -> shared == null ? Future.succeededFuture() : shared.tracing().close(vertx));
   }
 
   private Future<Void> closeJournal() {

@@ -23,8 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(60)
 class MetricsDocTest {
   private static final String PAGE = "metrics.md";
-  private static final Pattern TYPE = Pattern.compile("^# TYPE (narwhal_[a-z_]+) ([a-z]+)$", Pattern.MULTILINE);
-  private static final Pattern SAMPLE = Pattern.compile("^(narwhal_[a-z_]+?)(?:_bucket|_count|_sum)?(?:\\{([^}]*)})? ", Pattern.MULTILINE);
+  private static final Pattern TYPE = Pattern.compile("^# TYPE (narwhal_[a-z0-9_]+) ([a-z]+)$", Pattern.MULTILINE);
+  private static final Pattern SAMPLE = Pattern.compile("^(narwhal_[a-z0-9_]+?)(?:_bucket|_count|_sum)?(?:\\{([^}]*)})? ", Pattern.MULTILINE);
   private static final Pattern LABEL = Pattern.compile("([a-z_]+)=\"");
 
   @Test
@@ -60,7 +60,7 @@ class MetricsDocTest {
     String alerts = Files.readString(DocPages.root().resolve("deploy/prometheus-alerts.yml"));
     Set<String> documented = new TreeSet<>();
     DocPages.rows(PAGE, "series").forEach(r -> documented.add(DocPages.code(r.get("series")).get(0)));
-    Matcher m = Pattern.compile("narwhal_[a-z_]+").matcher(alerts);
+    Matcher m = Pattern.compile("narwhal_[a-z0-9_]+").matcher(alerts);
     Set<String> used = new TreeSet<>();
     while (m.find()) used.add(m.group().replaceAll("_bucket$|_count$|_sum$", ""));
     assertTrue(!used.isEmpty() && documented.containsAll(used), "alerts use undocumented series: " + used);

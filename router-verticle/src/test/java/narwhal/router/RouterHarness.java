@@ -77,13 +77,20 @@ final class RouterHarness implements AutoCloseable {
   /** As above; {@code env} is the environment the router and breaker read (besides the admin token). */
   static RouterHarness start(List<String> engineSpecs, UnaryOperator<JsonObject> tune,
                              BiConsumer<String, SimEngineOptions> simTune, Map<String, String> env) throws Exception {
+    return start(engineSpecs, tune, simTune, env, java.time.Clock.systemUTC());
+  }
+
+  /** As above; the engines run on {@code simClock} (a fixed one makes their answers byte for byte repeatable). */
+  static RouterHarness start(List<String> engineSpecs, UnaryOperator<JsonObject> tune,
+                             BiConsumer<String, SimEngineOptions> simTune, Map<String, String> env,
+                             java.time.Clock simClock) throws Exception {
     UnaryOperator<String> environment = name -> env.containsKey(name) ? env.get(name) : ENV.apply(name);
     RouterHarness h = new RouterHarness();
     for (String spec : engineSpecs) {
       String[] parts = spec.split(":");
       SimEngineOptions options = new SimEngineOptions().setName(parts[0]).setRole(parts[1]).setPort(0).setSideChannelPort(0);
       simTune.accept(parts[0], options);
-      h.engines.put(parts[0], await(SimEngine.start(h.vertx, options)));
+      h.engines.put(parts[0], await(SimEngine.start(h.vertx, options, simClock)));
     }
     JsonArray fleet = new JsonArray();
     h.engines.forEach((iid, sim) -> fleet.add(new JsonObject().put("iid", iid).put("url", sim.url()).put("role", sim.options().getRole())));
@@ -196,6 +203,10 @@ final class RouterHarness implements AutoCloseable {
 
   Reply direct(SimEngine engine, String path, JsonObject body) {
     return send(engine.url() + path, HttpMethod.POST, body.toBuffer(), Map.of());
+  }
+
+  Reply direct(SimEngine engine, String path, JsonObject body, Map<String, String> headers) {
+    return send(engine.url() + path, HttpMethod.POST, body.toBuffer(), headers);
   }
 
   /** Starts a POST and returns at once: for requests that must be in flight together. */

@@ -28,14 +28,15 @@ public record NarwhalConfig(
     JournalConfig journal,
     MetricsConfig metrics,
     SimConfig sim,
-    PlacementConfig placement) {
+    PlacementConfig placement,
+    TelemetryConfig telemetry) {
 
   public static final String SCHEMA = "narwhal.fleet";
   public static final int SCHEMA_VERSION = 1;
 
   private static final Set<String> KEYS = Set.of("schema", "schema_version", "model", "engines",
       "engine_contract", "server", "serving", "engine", "recovery", "cluster", "admin", "journal", "metrics", "sim",
-      "placement");
+      "placement", "telemetry");
   private static final String ENGINES_EXPECTATION = "a non-empty list of engines";
 
   public NarwhalConfig {
@@ -52,6 +53,7 @@ public record NarwhalConfig(
     Objects.requireNonNull(metrics, "metrics");
     Objects.requireNonNull(sim, "sim");
     Objects.requireNonNull(placement, "placement");
+    Objects.requireNonNull(telemetry, "telemetry");
   }
 
   /** Parses the text of a fleet file; text that is not a JSON object is refused as malformed. */
@@ -89,7 +91,8 @@ public record NarwhalConfig(
         JournalConfig.read(r.section("journal", JournalConfig.KEYS)),
         MetricsConfig.read(r.section("metrics", MetricsConfig.KEYS)),
         SimConfig.read(r.section("sim", SimConfig.KEYS)),
-        PlacementConfig.read(r.section("placement", PlacementConfig.KEYS)));
+        PlacementConfig.read(r.section("placement", PlacementConfig.KEYS)),
+        TelemetryConfig.read(r.section("telemetry", TelemetryConfig.KEYS)));
   }
 
   /** The sections the admin command line reads (docs/operations.md#admin-commands). */
@@ -178,6 +181,7 @@ public record NarwhalConfig(
         .put("journal", journal.toJson())
         .put("metrics", metrics.toJson())
         .put("sim", sim.toJson())
-        .put("placement", placement.toJson());
+        .put("placement", placement.toJson())
+        .put("telemetry", telemetry.toJson());
   }
 }

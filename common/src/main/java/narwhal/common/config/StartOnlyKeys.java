@@ -20,7 +20,7 @@ public final class StartOnlyKeys {
       "cluster.",
       "journal.path", "journal.max_bytes", "journal.keep",
       "metrics.vertx_http",
-      "sim.");
+      "sim.", "telemetry.");
 
   private StartOnlyKeys() {
   }

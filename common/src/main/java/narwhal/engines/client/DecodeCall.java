@@ -2,12 +2,35 @@ package narwhal.engines.client;
 
 import io.vertx.core.json.JsonObject;
 
+import java.util.Map;
+
 /**
  * One decode leg to make. {@code sameWorker}: the consumer is the producer, so no transfer parameters are
  * sent at all. {@code firstTokenTimeoutMs} is one absolute budget from before the request opens to the first
  * output; {@code readTimeoutMs} bounds silence between chunks after it (0: unbounded here, the caller's
- * deadline bounds the stream).
+ * deadline bounds the stream). {@code headers} are sent besides the leg's own (the trace context).
  */
 public record DecodeCall(String consumerUrl, String endpoint, JsonObject clientBody, String model,
-                         String requestId, boolean sameWorker, long firstTokenTimeoutMs, long readTimeoutMs) {
+                         String requestId, boolean sameWorker, long firstTokenTimeoutMs, long readTimeoutMs,
+                         Map<String, String> headers) {
+
+  public DecodeCall {
+    headers = Map.copyOf(headers);
+  }
+
+  public DecodeCall(String consumerUrl, String endpoint, JsonObject clientBody, String model,
+                    String requestId, boolean sameWorker, long firstTokenTimeoutMs, long readTimeoutMs) {
+    this(consumerUrl, endpoint, clientBody, model, requestId, sameWorker, firstTokenTimeoutMs, readTimeoutMs, Map.of());
+  }
+
+  /**
+   * Whether the client's own body asks for the usage chunk of a stream: a non-streaming client always gets usage;
+   * a streaming one when it sent {@code stream_options} without {@code include_usage: false} (vLLM's default once
+   * the object is present).
+   */
+  public static boolean clientAsksUsage(JsonObject clientBody) {
+    if (!Boolean.TRUE.equals(clientBody.getValue("stream"))) return true;
+    return clientBody.getValue("stream_options") instanceof JsonObject options
+        && !Boolean.FALSE.equals(options.getValue("include_usage"));
+  }
 }

@@ -19,7 +19,8 @@ import java.util.concurrent.CancellationException;
 import java.util.function.Consumer;
 
 /**
- * A running decode leg (docs/errors.md). Hands each metadata and output event to its handler in order, and
+ * A running decode leg (docs/errors.md). Hands each metadata and output event to its handler in order (but the
+ * usage chunk a streaming client did not ask for, which the leg asks for to count tokens: it is only recorded), and
  * ends once: {@link #end()} succeeds at {@code [DONE]} after output, or fails with an {@link EngineFault}
  * ({@code [DONE]} before output, EOF or reset before {@code [DONE]}, an error frame, the first-token budget
  * or the between-chunks read timeout running out). Timers and the upstream request die with it.
@@ -28,6 +29,8 @@ public final class DecodeStream {
   private final Vertx vertx;
   private final DecodeCall call;
   private final SseReader reader;
+  /** The usage chunk is the leg's own (the client did not ask for it): recorded, not handed on. */
+  private final boolean dropUsage;
   private final Promise<DecodeEnd> end = Promise.promise();
   private Consumer<SseEvent> handler = e -> { };
   private HttpClientRequest request;
@@ -45,6 +48,7 @@ public final class DecodeStream {
     this.vertx = vertx;
     this.call = call;
     this.reader = new SseReader(maxEventBytes, this::onEvent);
+    this.dropUsage = call != null && !DecodeCall.clientAsksUsage(call.clientBody());
     if (call != null) {
       timer = vertx.setTimer(Math.max(1, call.firstTokenTimeoutMs()), t -> fail(firstTokenTimeout()));
     }
@@ -132,7 +136,7 @@ public final class DecodeStream {
     } else if (event instanceof SseEvent.Metadata metadata) {
       metadataFrames++;
       note(metadata.frame());
-      handler.accept(event);
+      if (!(dropUsage && metadata.frame().usage() != null)) handler.accept(event);
     }
   }
 

@@ -67,7 +67,7 @@ public final class EngineClient {
     long startedNanos = System.nanoTime();
     Buffer body = LegBodies.prefill(call.clientBody(), call.model()).toBuffer();
     Promise<PrefillResult> result = Promise.promise();
-    RequestOptions request = post(call.producerUrl(), call.endpoint(), call.requestId());
+    RequestOptions request = post(call.producerUrl(), call.endpoint(), call.requestId(), call.headers());
     cancel.onComplete(v -> {
       // cancel completes when every request ends: build no exception (stack trace and all) for a leg that already has
       if (!result.future().isComplete()) result.tryFail(new CancellationException("prefill leg cancelled"));
@@ -114,7 +114,7 @@ public final class EngineClient {
   }
 
   private void openDecode(DecodeCall call, Buffer body, DecodeStream stream) {
-    http.request(post(call.consumerUrl(), call.endpoint(), call.requestId()))
+    http.request(post(call.consumerUrl(), call.endpoint(), call.requestId(), call.headers()))
         .compose(req -> {
           stream.attach(req);
           return req.send(body);
@@ -163,8 +163,13 @@ public final class EngineClient {
   }
 
   private RequestOptions post(String baseUrl, String endpoint, String requestId) {
+    return post(baseUrl, endpoint, requestId, java.util.Map.of());
+  }
+
+  private RequestOptions post(String baseUrl, String endpoint, String requestId, java.util.Map<String, String> headers) {
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(join(baseUrl, endpoint))
         .putHeader("content-type", "application/json").putHeader("x-request-id", requestId);
+    headers.forEach(options::putHeader);
     if (!this.options.apiKey().isEmpty()) options.putHeader("authorization", "Bearer " + this.options.apiKey());
     return options;
   }

@@ -31,7 +31,11 @@ final class LegBodies {
     body.put("model", model);
     boolean clientStreams = Boolean.TRUE.equals(clientBody.getValue("stream"));
     body.put("stream", true);
-    if (!clientStreams) body.put("stream_options", new JsonObject().put("include_usage", true));
+    // usage is always asked for (token accounting); a streaming client that did not ask never sees its chunk
+    // (DecodeStream drops it). Its other stream_options had no effect without include_usage, so none are kept.
+    if (!clientStreams || !DecodeCall.clientAsksUsage(clientBody)) {
+      body.put("stream_options", new JsonObject().put("include_usage", true));
+    }
     body.remove("kv_transfer_params");
     if (descriptor != null) body.put("kv_transfer_params", descriptor);
     return body;

@@ -30,7 +30,9 @@ class ConfigRefusalTest {
   static Stream<Arguments> unknownKeys() {
     return Stream.of(
         refused(minimal().put("modle", "m"), "modle", "modle: unknown key"),
-        refused(minimal().put("telemetry", new JsonObject()), "telemetry", "telemetry: unknown key"),
+        refused(minimal().put("telemetri", new JsonObject()), "telemetri", "telemetri: unknown key"),
+        refused(withSection("telemetry", "{\"otlp_endpoints\": \"\"}"), "telemetry.otlp_endpoints",
+            "telemetry.otlp_endpoints: unknown key"),
         refused(withSection("metrics", "{\"vertx_https\": false}"), "metrics.vertx_https", "metrics.vertx_https: unknown key"),
         refused(withSection("serving", "{\"retry_bugdet\": 10}"), "serving.retry_bugdet",
             "serving.retry_bugdet: unknown key"),
@@ -112,6 +114,12 @@ class ConfigRefusalTest {
             "server.event_loops: 1.5 is not valid: expected an integer of at least 1"),
         refused(withSection("metrics", "{\"vertx_http\": \"off\"}"), "metrics.vertx_http",
             "metrics.vertx_http: \"off\" is not valid: expected true or false"),
+        refused(withSection("telemetry", "{\"otlp_endpoint\": \"collector:4318\"}"), "telemetry.otlp_endpoint",
+            "telemetry.otlp_endpoint: \"collector:4318\" is not valid: expected \"\" (off) or an http:// or https:// URL such as http://collector:4318"),
+        refused(withSection("telemetry", "{\"sample_ratio\": 1.5}"), "telemetry.sample_ratio",
+            "telemetry.sample_ratio: 1.5 is not valid: expected a number from 0 to 1"),
+        refused(withSection("telemetry", "{\"service_name\": \" \"}"), "telemetry.service_name",
+            "telemetry.service_name: \" \" is not valid: expected a non-empty string"),
         refused(withSection("sim", "{\"embedded\": \"yes\"}"), "sim.embedded",
             "sim.embedded: \"yes\" is not valid: expected true or false"),
         refused(withSection("cluster", "{\"enabled\": 1}"), "cluster.enabled",

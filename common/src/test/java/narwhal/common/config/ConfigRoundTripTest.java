@@ -57,9 +57,11 @@ class ConfigRoundTripTest {
            "port": 5702, "host": "10.0.0.1"},
          "admin": {"token_env": "OPS_TOKEN"},
          "journal": {"path": "/var/log/narwhal/journal.jsonl", "max_bytes": 1048576, "keep": 3},
-         "sim": {"embedded": true}}
+         "sim": {"embedded": true},
+         "telemetry": {"otlp_endpoint": "http://collector:4318", "sample_ratio": 0.25, "service_name": "narwhal-eu"}}
         """);
     assertRoundTrips(config);
+    assertEquals(new TelemetryConfig("http://collector:4318", 0.25, "narwhal-eu"), config.telemetry());
     assertEquals(750L, config.engine().firstTokenTimeoutMs());
     assertEquals(0L, config.engine().decodeReadTimeoutMs());
     assertEquals(45_500L, config.recovery().failureQuarantineMs());

@@ -41,5 +41,6 @@ class DefaultConfFileTest {
     assertEquals(ClusterConfig.defaults(), config.cluster());
     assertEquals(AdminConfig.defaults(), config.admin());
     assertEquals(JournalConfig.defaults(), config.journal());
+    assertEquals(TelemetryConfig.defaults(), config.telemetry());
   }
 }
