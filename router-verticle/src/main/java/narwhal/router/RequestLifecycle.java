@@ -126,7 +126,7 @@ final class RequestLifecycle {
   private Future<Reservation> reserve(Phase phase, String avoid) {
     if (done) return Future.failedFuture(new CancellationException());
     return ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid,
-            phase == Phase.PREFILL ? request.affinity() : null))
+            phase == Phase.PREFILL ? request.affinity() : null, request.model()))
         .onSuccess(held::add);
   }
 
@@ -151,7 +151,7 @@ final class RequestLifecycle {
     }
     dispatched = true;
     ctx.metrics().prefillAttempt();
-    PrefillCall call = new PrefillCall(producer.url(), request.endpoint(), request.body(), cfg.model(),
+    PrefillCall call = new PrefillCall(producer.url(), request.endpoint(), request.body(), request.model(),
         request.rid() + "-a" + a.number + "-prefill", cfg.serving().prefillTimeoutMs(),
         expectations(producer.iid()));
     return ctx.engines().prefill(call, cancelLegs.future())
@@ -179,7 +179,7 @@ final class RequestLifecycle {
     }
     ctx.metrics().decodeAttempt();
     boolean sameWorker = a.consumer.iid().equals(a.producer.iid());
-    DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), cfg.model(),
+    DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), request.model(),
         request.rid() + "-a" + a.number + "-decode", sameWorker,
         cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs());
     sink.attemptStarted();
@@ -309,7 +309,16 @@ final class RequestLifecycle {
   }
 
   private void noEngine(ReplyException reply) {
-    EdgeError error = reply.failureCode() == Failures.FLEET_HOLD ? EdgeError.standby() : EdgeError.noEngine(dispatched);
+    if (reply.failureCode() == Failures.MODEL_NOT_FOUND) {
+      EdgeError error = EdgeError.modelNotFound(request.model());
+      attempt = 0;
+      current = null;
+      sink.fail(error);
+      ctx.metrics().invalid();
+      finish("invalid", error.reason(), error.status(), error.type());
+      return;
+    }
+    EdgeError error = reply.failureCode() == Failures.FLEET_HOLD ? EdgeError.standby() : EdgeError.noEngine(dispatched, request.model());
     sink.fail(error);
     String terminal = dispatched ? "failed" : "rejected";
     if (dispatched) ctx.metrics().failed(error.reason()); else ctx.metrics().rejected(error.reason());
