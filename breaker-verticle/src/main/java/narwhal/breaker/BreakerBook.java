@@ -24,7 +24,7 @@ import java.util.function.LongSupplier;
  * The breaker's state machine (docs/operations.md#breaker-states), free of I/O and driven by an injected clock: it takes leg
  * outcomes, probe results, liveness results, clock ticks and admin commands, and answers with the
  * {@link BreakerAction}s to carry out, streak changes among them. Streaks are consecutive failures per class; a class's verdict comes at
- * {@code recovery.eject_after}. Holds and quarantines never take away the last engine covering a role.
+ * {@code recovery.eject_after}. Holds and quarantines never take away the last engine covering a role for its model.
  *
  * <p>In a cluster (docs/architecture.md#what-lives-in-the-cluster) each replica keeps a book: a failure is recorded with the cluster-wide streak the
  * caller counted ({@link #record(LegOutcome, int)}), and states, streaks and the fleet hold decided by other replicas
@@ -362,8 +362,11 @@ final class BreakerBook {
     if (force || r.state != EngineState.SERVING) return;
     String role = uncoveredRole(r);
     if (role != null) {
-      throw new IllegalArgumentException(command + " " + r.engine.iid() + " refused: it is the last serving engine that can take the "
-          + role + " phase, so every request would fail; repeat with --force to do it anyway");
+      boolean several = engines.values().stream().map(o -> o.engine.model()).distinct().count() > 1;
+      String of = several ? " of model " + r.engine.model() : "";
+      throw new IllegalArgumentException(command + " " + r.engine.iid() + " refused: it is the last serving engine" + of
+          + " that can take the " + role + " phase, so every request" + (several ? " for it" : "") + " would fail; repeat with "
+          + "--force to do it anyway");
     }
   }
 
@@ -562,12 +565,13 @@ final class BreakerBook {
     return uncoveredRole(r) != null;
   }
 
-  /** The phase ({@code prefill}, {@code decode}) no serving engine would take without {@code r}, or null. */
+  /** The phase ({@code prefill}, {@code decode}) no serving engine of {@code r}'s model would take without {@code r}, or null. */
   private String uncoveredRole(EngineRecord r) {
     for (Phase phase : Phase.values()) {
       boolean covers = phase == Phase.PREFILL ? r.engine.role().canPrefill() : r.engine.role().canDecode();
       if (!covers) continue;
       boolean other = engines.values().stream().anyMatch(o -> o != r && o.state == EngineState.SERVING
+          && o.engine.model().equals(r.engine.model())
           && (phase == Phase.PREFILL ? o.engine.role().canPrefill() : o.engine.role().canDecode()));
       if (!other) return phase.wireName();
     }

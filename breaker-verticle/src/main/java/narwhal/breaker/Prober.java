@@ -40,10 +40,11 @@ final class Prober {
 
   /**
    * Probes {@code target}; {@code producer} is the engine that must make the handoff (the original producer of a
-   * failed crossed decode), or null to pick one: the target itself when it can prefill, else a serving producer.
+   * failed crossed decode), or null to pick one: the target itself when it can prefill, else a serving producer of
+   * the target's model.
    */
   Future<ProbeResult> inference(EngineConfig target, EngineConfig producer, Predicate<String> serving, boolean streamed) {
-    List<EngineConfig> fleet = config.get().engines();
+    List<EngineConfig> fleet = config.get().engines().stream().filter(e -> e.model().equals(target.model())).toList();
     if (!target.role().canDecode()) {
       EngineConfig consumer = fleet.stream().filter(e -> e.role().canDecode() && serving.test(e.iid())).findFirst().orElse(null);
       return transfer(target, consumer, streamed).map(failure -> {

@@ -57,10 +57,10 @@ final class CompletionRequest {
     if (modelValue != null && !(modelValue instanceof String)) {
       throw ApiError.badRequest("model must be a string", "model");
     }
-    if (modelValue != null && !modelValue.equals(options.getModel())) {
+    if (modelValue != null && !options.serves((String) modelValue)) {
       throw ApiError.modelNotFound((String) modelValue);
     }
-    this.model = options.getModel();
+    this.model = options.answerModel((String) modelValue);
 
     this.prompt = chat ? renderMessages(body.getValue("messages")) : promptText(body.getValue("prompt"));
     this.promptTokens = Generator.countTokens(prompt);

@@ -113,9 +113,22 @@ final class EngineRoutes {
     return out;
   }
 
+  /**
+   * vLLM's model list (serving_models.py): a card per served name (root: the model, with {@code max_model_len}), then a
+   * card per LoRA adapter (root: its path, parent: the first served name).
+   */
   private static JsonObject models(SimEngine engine) {
-    String model = engine.config().getModel();
+    SimEngineOptions options = engine.config();
     long now = engine.clock().instant().getEpochSecond();
+    JsonArray data = new JsonArray();
+    for (String name : options.servedNames()) {
+      data.add(card(name, options.getModel(), null, options.getMaxModelLen(), now));
+    }
+    options.getLoraModules().forEach((name, path) -> data.add(card(name, path, options.servedNames().get(0), null, now)));
+    return new JsonObject().put("object", "list").put("data", data);
+  }
+
+  private static JsonObject card(String id, String root, String parent, Integer maxModelLen, long now) {
     JsonObject permission = new JsonObject()
       .put("id", "modelperm-" + UUID.randomUUID().toString().replace("-", ""))
       .put("object", "model_permission")
@@ -129,16 +142,15 @@ final class EngineRoutes {
       .put("organization", "*")
       .put("group", null)
       .put("is_blocking", false);
-    JsonObject card = new JsonObject()
-      .put("id", model)
+    return new JsonObject()
+      .put("id", id)
       .put("object", "model")
       .put("created", now)
       .put("owned_by", "vllm")
-      .put("root", model)
-      .put("parent", null)
-      .put("max_model_len", engine.config().getMaxModelLen())
+      .put("root", root)
+      .put("parent", parent)
+      .put("max_model_len", maxModelLen)
       .put("permission", new JsonArray().add(permission));
-    return new JsonObject().put("object", "list").put("data", new JsonArray().add(card));
   }
 
   private static void json(RoutingContext ctx, int status, Object body) {

@@ -15,7 +15,7 @@ final class MetricsText {
     int held = engine.handoffs().held();
     int inUse = engine.blocks().inUse();
     double usage = (double) inUse / engine.blocks().total();
-    String bare = "engine=\"0\",model_name=\"" + escape(engine.config().getModel()) + "\"";
+    String bare = "engine=\"0\",model_name=\"" + escape(engine.config().servedNames().get(0)) + "\"";
     String labels = "{" + bare + "}";
     StringBuilder out = new StringBuilder(2048);
     metric(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", labels, s.running.get());

@@ -3,6 +3,9 @@ package narwhal.sim;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
@@ -57,6 +60,10 @@ public final class SimEngineOptions {
   private String name = DEFAULT_NAME;
   private String role = DEFAULT_ROLE;
   private String model = DEFAULT_MODEL;
+  /** vLLM's {@code --served-model-name}: the names clients use (empty: the model itself). */
+  private List<String> servedModelNames = List.of();
+  /** vLLM's {@code --lora-modules name=path}: adapter name → path, in order. */
+  private Map<String, String> loraModules = new LinkedHashMap<>();
   private String host = DEFAULT_HOST;
   private int port = DEFAULT_PORT;
   private int sideChannelPort = DEFAULT_SIDE_CHANNEL_PORT;
@@ -95,6 +102,10 @@ public final class SimEngineOptions {
     name = json.getString("name", name);
     role = json.getString("role", role);
     model = json.getString("model", model);
+    JsonArray names = json.getJsonArray("servedModelNames", json.getJsonArray("served_model_name"));
+    if (names != null) servedModelNames = names.stream().map(String::valueOf).toList();
+    JsonObject loras = json.getJsonObject("loraModules", json.getJsonObject("lora_modules"));
+    if (loras != null) loras.forEach(e -> loraModules.put(e.getKey(), String.valueOf(e.getValue())));
     host = json.getString("host", host);
     port = intOf(json, "port", null, port);
     sideChannelPort = intOf(json, "sideChannelPort", "side_channel_port", sideChannelPort);
@@ -131,6 +142,9 @@ public final class SimEngineOptions {
     require(name != null && !name.isEmpty(), "name", name, "a non-empty string");
     require(ROLES.contains(role), "role", role, "prefill, decode or both");
     require(model != null && !model.isEmpty(), "model", model, "a non-empty string");
+    require(servedModelNames.stream().noneMatch(String::isBlank), "servedModelNames", servedModelNames, "non-empty names");
+    require(loraModules.keySet().stream().noneMatch(n -> n.isBlank() || servedNames().contains(n)), "loraModules",
+      loraModules, "adapter names, none empty nor a served model name");
     require(host != null && !host.isEmpty(), "host", host, "a non-empty string");
     require(port >= 0 && port <= 65535, "port", port, "0..65535");
     require(sideChannelPort >= 0 && sideChannelPort <= 65535, "sideChannelPort", sideChannelPort, "0..65535");
@@ -165,6 +179,8 @@ public final class SimEngineOptions {
       .put("name", name)
       .put("role", role)
       .put("model", model)
+      .put("servedModelNames", new JsonArray(new java.util.ArrayList<>(servedModelNames)))
+      .put("loraModules", new JsonObject(new LinkedHashMap<String, Object>(loraModules)))
       .put("host", host)
       .put("port", port)
       .put("sideChannelPort", sideChannelPort)
@@ -202,6 +218,29 @@ public final class SimEngineOptions {
 
   public String getModel() { return model; }
   public SimEngineOptions setModel(String model) { this.model = model; return this; }
+
+  /** vLLM's {@code --served-model-name}; empty: the model itself. */
+  public List<String> getServedModelNames() { return servedModelNames; }
+  public SimEngineOptions setServedModelNames(List<String> names) { this.servedModelNames = List.copyOf(names); return this; }
+
+  /** vLLM's {@code --lora-modules}: adapter name → path. */
+  public Map<String, String> getLoraModules() { return java.util.Collections.unmodifiableMap(loraModules); }
+  public SimEngineOptions setLoraModules(Map<String, String> modules) { this.loraModules = new LinkedHashMap<>(modules); return this; }
+
+  /** The names the engine answers to, as vLLM's {@code base_model_paths}: the served names, else the model. */
+  public List<String> servedNames() {
+    return servedModelNames.isEmpty() ? List.of(model) : servedModelNames;
+  }
+
+  /** Whether a request may name {@code name}: a served name or a LoRA adapter. */
+  public boolean serves(String name) {
+    return servedNames().contains(name) || loraModules.containsKey(name);
+  }
+
+  /** The {@code model} vLLM writes in its answer: the adapter's name, else the first served name. */
+  public String answerModel(String requested) {
+    return requested != null && loraModules.containsKey(requested) ? requested : servedNames().get(0);
+  }
 
   public String getHost() { return host; }
   public SimEngineOptions setHost(String host) { this.host = host; return this; }

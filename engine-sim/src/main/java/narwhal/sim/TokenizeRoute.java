@@ -42,7 +42,7 @@ final class TokenizeRoute {
 
   static JsonObject tokenize(JsonObject body, SimEngineOptions options) {
     Object model = body.getValue("model");
-    if (model != null && !model.equals(options.getModel())) {
+    if (model != null && !(model instanceof String name && options.serves(name))) {
       throw model instanceof String ? ApiError.modelNotFound((String) model) : ApiError.badRequest("model must be a string", "model");
     }
     String text;

@@ -12,7 +12,7 @@ final class EmbeddedSim {
 
   static SimEngineOptions options(NarwhalConfig config, EngineConfig engine) {
     SimConfig sim = config.sim();
-    return new SimEngineOptions().setName(engine.iid()).setRole(engine.role().wireName()).setModel(config.model())
+    return new SimEngineOptions().setName(engine.iid()).setRole(engine.role().wireName()).setModel(engine.model())
         .setHost(engine.host()).setPort(engine.port())
         .setLatencyProfile(sim.latencyProfile()).setTtftBaseMs(sim.ttftMs()).setTtftPerPromptTokenMs(sim.ttftPerTokenMs())
         .setItlMs(sim.itlMs()).setItlPerRunningMs(sim.itlPerRunningMs()).setPrefixCaching(sim.prefixCaching())

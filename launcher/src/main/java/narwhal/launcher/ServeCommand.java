@@ -16,7 +16,7 @@ final class ServeCommand implements Callable<Integer> {
   public Integer call() {
     NarwhalConfig config = options.config();
     NarwhalNode node = options.start(config);
-    System.out.println("narwhal serving " + config.model() + " on port " + node.port() + "; " + node.describe());
+    System.out.println("narwhal serving " + String.join(", ", config.models()) + " on port " + node.port() + "; " + node.describe());
     return ServeOptions.serveUntilStopped(node);
   }
 }

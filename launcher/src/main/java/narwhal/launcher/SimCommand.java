@@ -30,6 +30,14 @@ final class SimCommand implements Callable<Integer> {
   @Option(names = "--model", defaultValue = SimEngineOptions.DEFAULT_MODEL, description = "served model (default: ${DEFAULT-VALUE})")
   String model;
 
+  @Option(names = "--served-model-name", split = ",", description = "like vLLM's: the names clients use for the model, "
+      + "comma-separated (default: the model)")
+  List<String> servedModelNames = new ArrayList<>();
+
+  @Option(names = "--lora-modules", description = "like vLLM's: a LoRA adapter as name=path, listed in /v1/models with the "
+      + "first served name as parent; repeat for more")
+  List<String> loraModules = new ArrayList<>();
+
   @Option(names = "--kv-lease-seconds", defaultValue = "30", description = "producer KV lease (default: ${DEFAULT-VALUE})")
   long leaseSeconds;
 
@@ -94,7 +102,8 @@ final class SimCommand implements Callable<Integer> {
       if (!List.of("prefill", "decode", "both").contains(role)) {
         throw new CommandFailure("--roles: \"" + role + "\" is not valid: expected prefill, decode or both");
       }
-      options.add(new SimEngineOptions().setName("sim" + k).setRole(role).setModel(model).setHost(host).setPort(basePort + k)
+      options.add(new SimEngineOptions().setName("sim" + k).setRole(role).setModel(model).setServedModelNames(servedModelNames)
+          .setLoraModules(loras()).setHost(host).setPort(basePort + k)
           .setKvLeaseSeconds(leaseSeconds).setTtftBaseMs(ttftMs).setItlMs(itlMs)
           .setApiKey(apiKey).setReasoningField(reasoningField).setTtftPerPromptTokenMs(ttftPerTokenMs)
           .setItlPerRunningMs(itlPerRunningMs).setLatencyProfile(latencyProfile).setPrefixCaching(!noPrefixCaching)
@@ -107,6 +116,19 @@ final class SimCommand implements Callable<Integer> {
       throw new CommandFailure(e.getMessage());
     }
     return options;
+  }
+
+  /** {@code --lora-modules name=path}, in order; a {@link CommandFailure} for one without its {@code =}. */
+  private java.util.Map<String, String> loras() {
+    java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+    for (String module : loraModules) {
+      int eq = module.indexOf('=');
+      if (eq <= 0 || eq == module.length() - 1) {
+        throw new CommandFailure("--lora-modules: \"" + module + "\" is not valid: expected name=path");
+      }
+      out.put(module.substring(0, eq), module.substring(eq + 1));
+    }
+    return out;
   }
 
   @Override

@@ -23,6 +23,8 @@ import java.util.Set;
  * by failure streaks; an engine without a fresh reading counts as the busiest known, never idle); {@code cache_aware}
  * (as {@code load}, but a prefill with an affinity goes to the first engine in the affinity's rendezvous order whose load
  * is within {@code load_factor} of the mean: the same prefix lands on the same producer on every replica).
+ * A request naming a model has as candidates only the engines serving it: the engine's own {@code model}, or a name
+ * (an alias, a LoRA adapter) its last {@code /v1/models} listing holds.
  * Thread-safe: the verticle updates it, routers on any event loop of the node reserve and release through it.
  */
 final class PlacementTable {
@@ -51,6 +53,12 @@ final class PlacementTable {
     int othersSent;
     final Map<String, Integer> streaks = new HashMap<>();
     int maxStreak;
+    /** The model cards of the engine's last {@code /v1/models} listing, by id; null until one is read. */
+    Map<String, io.vertx.core.json.JsonObject> listed;
+
+    boolean serves(String model) {
+      return model == null || engine.model().equals(model) || listed != null && listed.containsKey(model);
+    }
 
     Slot(EngineConfig engine) {
       this.engine = engine;
@@ -91,6 +99,7 @@ final class PlacementTable {
     for (EngineConfig engine : engines) {
       Slot slot = slots.getOrDefault(engine.iid(), new Slot(engine));
       if (!engine.equals(slot.engine)) {
+        slot.listed = null;
         slot.load = null;
         slot.sent = 0;
         slot.othersSent = 0;
@@ -159,9 +168,15 @@ final class PlacementTable {
 
   /** As {@link #reserve(Phase, Set, String)}, keeping requests of one {@code affinity} on one producer (cache_aware). */
   public synchronized Optional<Reservation> reserve(Phase phase, Set<String> exclude, String avoid, String affinity) {
+    return reserve(phase, exclude, avoid, affinity, null);
+  }
+
+  /** As above, among the engines serving {@code model} (null: any engine). */
+  public synchronized Optional<Reservation> reserve(Phase phase, Set<String> exclude, String avoid, String affinity, String model) {
     List<Slot> candidates = new ArrayList<>();
     for (Slot slot : slots.values()) {
-      if (slot.state == EngineState.SERVING && permits(slot.engine.role(), phase) && !exclude.contains(slot.engine.iid())) {
+      if (slot.state == EngineState.SERVING && permits(slot.engine.role(), phase) && !exclude.contains(slot.engine.iid())
+          && slot.serves(model)) {
         candidates.add(slot);
       }
     }
@@ -310,31 +325,74 @@ final class PlacementTable {
 
   /** Whether some serving engine could take each phase now. */
   public synchronized Optional<String> unplaceablePhase() {
+    return unplaceablePhase(null);
+  }
+
+  /** The first phase no serving engine of {@code model} (null: any engine) could take now, or empty. */
+  public synchronized Optional<String> unplaceablePhase(String model) {
     for (Phase phase : Phase.values()) {
-      if (!covers(phase)) return Optional.of(phase.wireName());
+      if (!covers(phase, model)) return Optional.of(phase.wireName());
     }
     return Optional.empty();
   }
 
   /** Whether some serving engine could take {@code phase} now. */
   public synchronized boolean covers(Phase phase) {
-    return slots.values().stream().anyMatch(s -> s.state == EngineState.SERVING && permits(s.engine.role(), phase));
+    return covers(phase, null);
+  }
+
+  /** Whether some serving engine of {@code model} (null: any) could take {@code phase} now. */
+  public synchronized boolean covers(Phase phase, String model) {
+    return slots.values().stream().anyMatch(s -> s.state == EngineState.SERVING && permits(s.engine.role(), phase) && s.serves(model));
+  }
+
+  /** Whether some engine of the fleet, serving or not, serves {@code model}. */
+  public synchronized boolean knows(String model) {
+    return slots.values().stream().anyMatch(s -> s.serves(model));
+  }
+
+  /** The models the engines are configured with, in the order of the engines. */
+  public synchronized List<String> models() {
+    java.util.LinkedHashSet<String> models = new java.util.LinkedHashSet<>();
+    slots.values().forEach(s -> models.add(s.engine.model()));
+    return List.copyOf(models);
+  }
+
+  /** An engine's {@code /v1/models} listing: the model cards it serves (its names and LoRA adapters). */
+  public synchronized void applyListing(String iid, List<io.vertx.core.json.JsonObject> cards) {
+    Slot slot = slots.get(iid);
+    if (slot == null) return;
+    Map<String, io.vertx.core.json.JsonObject> listed = new LinkedHashMap<>();
+    for (io.vertx.core.json.JsonObject card : cards) {
+      if (card.getValue("id") instanceof String id && !id.isEmpty()) listed.putIfAbsent(id, card.copy());
+    }
+    slot.listed = listed;
+  }
+
+  /** The model cards serving engines listed, each id once (the first engine's card), in the order of the engines. */
+  public synchronized List<io.vertx.core.json.JsonObject> servedCards() {
+    Map<String, io.vertx.core.json.JsonObject> union = new LinkedHashMap<>();
+    for (Slot s : slots.values()) {
+      if (s.state != EngineState.SERVING || s.listed == null) continue;
+      s.listed.forEach((id, card) -> union.putIfAbsent(id, card.copy()));
+    }
+    return List.copyOf(union.values());
   }
 
   public synchronized List<EngineView> view() {
     List<EngineView> out = new ArrayList<>();
     for (Slot s : slots.values()) {
       out.add(new EngineView(s.engine.iid(), s.engine.role(), s.state, s.reserved[Phase.PREFILL.ordinal()],
-          s.reserved[Phase.DECODE.ordinal()], s.load, s.sent + s.othersSent));
+          s.reserved[Phase.DECODE.ordinal()], s.load, s.sent + s.othersSent, s.engine.model()));
     }
     return out;
   }
 
   /** One engine's line in a placement snapshot: its last load reading (null: none yet) and the cluster's legs since. */
   public record EngineView(String iid, Role role, EngineState state, int prefillReserved, int decodeReserved,
-                           EngineLoad load, int sentSinceReading) {
+                           EngineLoad load, int sentSinceReading, String model) {
     public EngineView(String iid, Role role, EngineState state, int prefillReserved, int decodeReserved) {
-      this(iid, role, state, prefillReserved, decodeReserved, null, 0);
+      this(iid, role, state, prefillReserved, decodeReserved, null, 0, "");
     }
   }
 

@@ -28,6 +28,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
@@ -55,6 +56,7 @@ public final class PlacementVerticle extends VerticleBase {
   private final MeterRegistry registry;
   private final UnaryOperator<String> env;
   private LoadReadings loads;
+  private ModelListings listings;
   /** The version of each engine's state and of the fleet hold last applied. */
   private final Map<String, StateVersion> versions = new HashMap<>();
   /**
@@ -101,6 +103,8 @@ public final class PlacementVerticle extends VerticleBase {
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RESERVE, this::reserve),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> table.release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
+        vertx.eventBus().localConsumer(Addresses.PLACEMENT_MODELS, msg -> msg.reply(new JsonObject()
+            .put("data", new JsonArray(new java.util.ArrayList<>(table.servedCards()))))),
         vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(NarwhalConfig.fromJson(msg.body()))),
         vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged),
         vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> streakChanged(msg.body())));
@@ -119,6 +123,8 @@ public final class PlacementVerticle extends VerticleBase {
                 cfg.engine().engineApiKey(env), registry);
             loads.track(cfg.engines());
             loads.arm();
+            listings = new ModelListings(vertx, config, table, cfg.engine().engineApiKey(env));
+            listings.arm();
           }
         });
   }
@@ -128,6 +134,7 @@ public final class PlacementVerticle extends VerticleBase {
     vertx.sharedData().getLocalMap(LocalPlacement.MAP).remove(LocalPlacement.KEY);
     vertx.cancelTimer(resyncTimer);
     if (loads != null) loads.stop();
+    if (listings != null) listings.stop();
     return Future.succeededFuture();
   }
 
@@ -136,10 +143,14 @@ public final class PlacementVerticle extends VerticleBase {
     @Override
     public Future<Reservation> reserve(ReserveRequest request) {
       if (fleetHold) return refused(Failures.FLEET_HOLD, FLEET_HOLD);
-      if (request.phase() == Phase.PREFILL && !table.covers(Phase.DECODE)) {
-        return refused(Failures.NO_ENGINE, "NO_ENGINE: no engine can take the decode phase");
+      String model = request.model();
+      if (model != null && !table.knows(model)) {
+        return refused(Failures.MODEL_NOT_FOUND, "MODEL_NOT_FOUND: no engine serves model " + model);
       }
-      return table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid(), request.affinity())
+      if (request.phase() == Phase.PREFILL && !table.covers(Phase.DECODE, model)) {
+        return refused(Failures.NO_ENGINE, "NO_ENGINE: no engine can take the decode phase" + forModel(model));
+      }
+      return table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid(), request.affinity(), model)
           .map(Future::succeededFuture)
           .orElseGet(() -> refused(Failures.NO_ENGINE, noEngine(request)));
     }
@@ -180,6 +191,7 @@ public final class PlacementVerticle extends VerticleBase {
       versions.remove(iid);
       addedAt.remove(iid);
     });
+    if (listings != null) listings.arm();
     if (config != null) {
       table.configure(cfg.placement(), cfg.recovery().ejectAfter());
       if (loads != null) {
@@ -208,7 +220,11 @@ public final class PlacementVerticle extends VerticleBase {
   }
 
   private static String noEngine(ReserveRequest request) {
-    return "NO_ENGINE: no engine can take the " + request.phase().wireName() + " phase";
+    return "NO_ENGINE: no engine can take the " + request.phase().wireName() + " phase" + forModel(request.model());
+  }
+
+  private static String forModel(String model) {
+    return model == null ? "" : " of model " + model;
   }
 
   private void streakChanged(JsonObject json) {
@@ -227,7 +243,11 @@ public final class PlacementVerticle extends VerticleBase {
     if (hold != null && current(SharedState.FLEET_HOLD_KEY, hold.version())) fleetHold = hold.held();
     EngineStateEvent event = EngineStateEvent.fromJson(body);
     if (event == null || event.state() == EngineState.SERVING && event.changedMs() < addedAt.getOrDefault(event.iid(), 0L)) return;
-    if (current(event.iid(), event.version())) table.setState(event.iid(), event.state());
+    if (current(event.iid(), event.version())) {
+      boolean entering = event.state() == EngineState.SERVING && table.state(event.iid()).orElse(null) != EngineState.SERVING;
+      table.setState(event.iid(), event.state());
+      if (entering && listings != null) listings.read(event.iid());
+    }
   }
 
   /** Whether a version is newer than the one already applied under {@code key}; records it if so. */
@@ -249,7 +269,7 @@ public final class PlacementVerticle extends VerticleBase {
   private JsonObject snapshot() {
     JsonArray engines = new JsonArray();
     for (PlacementTable.EngineView e : table.view()) {
-      JsonObject engine = new JsonObject().put("iid", e.iid()).put("role", e.role().wireName()).put("state", e.state().wireName())
+      JsonObject engine = new JsonObject().put("iid", e.iid()).put("model", e.model()).put("role", e.role().wireName()).put("state", e.state().wireName())
           .put("reservations", new JsonObject().put("prefill", e.prefillReserved()).put("decode", e.decodeReserved()));
       if (loads != null) engine.put("load", loadView(e));
       engines.add(engine);
@@ -257,9 +277,21 @@ public final class PlacementVerticle extends VerticleBase {
     JsonObject snapshot = new JsonObject().put("engines", engines).put("reservations", table.totalReservations());
     if (loads != null) snapshot.put("placement", new JsonObject().put("policy", table.policy()).put("view", loads.view()));
     if (fleetHold) return snapshot.put("ready", false).put("reason", "the fleet is held for a whole-wave restart");
-    table.unplaceablePhase().ifPresentOrElse(
-        phase -> snapshot.put("ready", false).put("reason", "no serving engine can take the " + phase + " phase"),
-        () -> snapshot.put("ready", true));
-    return snapshot;
+    List<String> models = table.models();
+    JsonObject perModel = new JsonObject();
+    List<String> reasons = new java.util.ArrayList<>();
+    for (String model : models) {
+      Optional<String> phase = table.unplaceablePhase(model);
+      JsonObject line = new JsonObject().put("ready", phase.isEmpty());
+      phase.ifPresent(p -> {
+        String reason = "no serving engine can take the " + p + " phase" + (models.size() > 1 ? " of model " + model : "");
+        line.put("reason", reason);
+        reasons.add(reason);
+      });
+      perModel.put(model, line);
+    }
+    snapshot.put("models", perModel);
+    if (models.isEmpty() || reasons.size() < models.size()) return snapshot.put("ready", true);
+    return snapshot.put("ready", false).put("reason", String.join("; ", reasons));
   }
 }

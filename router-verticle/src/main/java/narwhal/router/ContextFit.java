@@ -50,7 +50,7 @@ final class ContextFit {
       }
     }
     long boundMs = ctx.config().get().engine().healthTimeoutMs();
-    return ctx.engines().tokenize(producer.url(), tokenizeBody(request, ctx.config().get().model()), request.rid() + "-tokenize", boundMs)
+    return ctx.engines().tokenize(producer.url(), tokenizeBody(request, request.model()), request.rid() + "-tokenize", boundMs)
         .map(answer -> {
           if (!(answer.getValue("count") instanceof Number count)) return Optional.<EdgeError>empty();
           int window = context;

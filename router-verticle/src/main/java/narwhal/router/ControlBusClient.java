@@ -56,6 +56,12 @@ final class ControlBusClient {
     return vertx.eventBus().<JsonObject>request(Addresses.BREAKER_STATE, new JsonObject(), LOCAL).map(msg -> msg.body());
   }
 
+  /** The model cards serving engines list, each id once. */
+  Future<io.vertx.core.json.JsonArray> models() {
+    return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_MODELS, new JsonObject(), LOCAL)
+        .map(msg -> msg.body().getJsonArray("data", new io.vertx.core.json.JsonArray()));
+  }
+
   Future<JsonObject> state() {
     return vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(), LOCAL).map(msg -> msg.body());
   }

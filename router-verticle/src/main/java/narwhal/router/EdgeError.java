@@ -64,9 +64,10 @@ record EdgeError(int status, String type, String message, String param, Object c
     return new EdgeError(429, "server_overloaded_error", "router in-flight limit reached", null, null, "in_flight_limit", true);
   }
 
-  public static EdgeError noEngine(boolean dispatched) {
-    return new EdgeError(503, dispatched ? "backend_unavailable" : "no_schedulable_engines", "Engine capacity is unavailable",
-        null, null, "no_engine", true);
+  /** No serving engine of {@code model} can take a phase; other models may still serve. */
+  public static EdgeError noEngine(boolean dispatched, String model) {
+    return new EdgeError(503, dispatched ? "backend_unavailable" : "no_schedulable_engines",
+        "Engine capacity is unavailable for model `" + model + "`", null, null, "no_engine", true);
   }
 
   /**

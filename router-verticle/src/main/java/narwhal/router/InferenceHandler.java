@@ -49,7 +49,7 @@ final class InferenceHandler implements Handler<RoutingContext> {
       EdgeRefusal.refuse(ctx, rc, EdgeError.invalid(bodyFault(e), null), "invalid");
       return;
     }
-    Optional<EdgeError> invalid = RequestValidator.check(body, chat, cfg.model());
+    Optional<EdgeError> invalid = RequestValidator.check(body, chat);
     if (invalid.isPresent()) {
       EdgeRefusal.refuse(ctx, rc, invalid.get(), "invalid");
       return;
@@ -70,12 +70,13 @@ final class InferenceHandler implements Handler<RoutingContext> {
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
     PlacementConfig placement = ctx.config().get().placement();
     String session = placement.sessionHeader().isEmpty() ? null : rc.request().getHeader(placement.sessionHeader());
+    String model = body.getValue("model") instanceof String named ? named : cfg.model();
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos,
-        PromptAffinity.of(body, chat, session, placement));
+        PromptAffinity.of(body, chat, session, placement), model);
     ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn())
-        : new JsonAssembler(rc.response(), chat, rid, cfg.model(), body.getValue("tool_choice"), arrived.getEpochSecond());
+        : new JsonAssembler(rc.response(), chat, rid, model, body.getValue("tool_choice"), arrived.getEpochSecond());
     RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
-        new RequestTrace.Start(chat, cfg.model(), rid, clientRid, endpoint, stream, arrivedNanos, body.getValue("max_tokens")));
+        new RequestTrace.Start(chat, model, rid, clientRid, endpoint, stream, arrivedNanos, body.getValue("max_tokens")));
     new RequestLifecycle(ctx, request, sink, ctx.admission()::finished, trace).start();
   }
 

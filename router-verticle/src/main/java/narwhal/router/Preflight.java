@@ -9,6 +9,7 @@ import narwhal.engines.checks.CheckFailure;
 import narwhal.engines.checks.EngineAttestation;
 import narwhal.engines.checks.EngineChecks;
 import narwhal.engines.checks.ProbeBounds;
+import narwhal.engines.connector.EngineContract;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -72,7 +73,8 @@ public final class Preflight {
       if (!producer.role().canPrefill()) continue;
       for (EngineConfig consumer : cfg.engines()) {
         if (!consumer.role().canDecode()) continue;
-        if (consumer.iid().equals(producer.iid()) && cfg.engines().size() > 1) continue;
+        if (!consumer.model().equals(producer.model())) continue;
+        if (consumer.iid().equals(producer.iid()) && sameModel(producer) > 1) continue;
         chain = chain.compose(v -> transferCheck(engines, producer, consumer, record));
       }
     }
@@ -84,7 +86,7 @@ public final class Preflight {
         : step(engines.modelCard(engine).map(card -> {
               if (card.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(engine.iid(), n.intValue());
               return null;
-            }).mapEmpty(), engine.iid(), "model", cfg.model(), record)
+            }).mapEmpty(), engine.iid(), "model", engine.model(), record)
             .compose(listed -> learnTokenizer(engines, engine))
             .compose(v -> engines.attestation(engine).transform(ar -> {
               boolean pinned = cfg.engineContract() != null;
@@ -96,7 +98,7 @@ public final class Preflight {
               }
               EngineAttestation attested = ar.result();
               facts.learn(engine.iid(), attested);
-              String mismatch = attested.mismatch(cfg.engineContract());
+              String mismatch = attested.mismatch(EngineContract.forModel(cfg.engineContract(), engine.model()));
               record.accept(new PreflightReport.Check(engine.iid(), "contract", mismatch == null,
                   mismatch == null ? (pinned ? "matches" : "no contract pinned") : mismatch));
               return Future.succeededFuture();
@@ -109,12 +111,17 @@ public final class Preflight {
    */
   private Future<Void> learnTokenizer(EngineChecks engines, EngineConfig engine) {
     if (facts.context(engine.iid()) == null) return Future.succeededFuture();
-    return engines.tokenize(engine, new io.vertx.core.json.JsonObject().put("model", cfg.model()).put("prompt", "x"))
+    return engines.tokenize(engine, new io.vertx.core.json.JsonObject().put("model", engine.model()).put("prompt", "x"))
         .<Void>map(answer -> {
           if (answer.getValue("count") instanceof Number n) facts.oneCharTokens(engine.iid(), n.intValue());
           return null;
         })
         .otherwiseEmpty();
+  }
+
+  /** How many engines of the fleet serve {@code engine}'s model. */
+  private long sameModel(EngineConfig engine) {
+    return cfg.engines().stream().filter(e -> e.model().equals(engine.model())).count();
   }
 
   private Future<Void> transferCheck(EngineChecks engines, EngineConfig producer, EngineConfig consumer,

@@ -114,7 +114,7 @@ final class RequestLifecycle {
     this.sink = sink;
     this.onFinish = onFinish;
     this.deadlineNanos = request.arrivedNanos() + cfg.serving().requestTimeoutMs() * 1_000_000;
-    this.perModel = ctx.models().of(cfg.model());
+    this.perModel = ctx.models().of(request.model());
   }
 
   void start() {
@@ -142,7 +142,7 @@ final class RequestLifecycle {
   private Future<Reservation> reserve(Phase phase, String avoid) {
     if (done) return Future.failedFuture(new CancellationException());
     return trace.placement(phase, ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid,
-            phase == Phase.PREFILL ? request.affinity() : null))
+            phase == Phase.PREFILL ? request.affinity() : null, request.model()))
         .onSuccess(held::add), Reservation::iid);
   }
 
@@ -169,7 +169,7 @@ final class RequestLifecycle {
     ctx.metrics().prefillAttempt();
     String requestId = request.rid() + "-a" + a.number + "-prefill";
     return trace.prefill(producer.iid(), requestId, headers -> ctx.engines().prefill(new PrefillCall(producer.url(),
-            request.endpoint(), request.body(), cfg.model(), requestId, cfg.serving().prefillTimeoutMs(),
+            request.endpoint(), request.body(), request.model(), requestId, cfg.serving().prefillTimeoutMs(),
             expectations(producer.iid()), headers), cancelLegs.future())
         .onComplete(ar -> release(producer))
         .onSuccess(handoff -> {
@@ -200,7 +200,7 @@ final class RequestLifecycle {
     decodeSentAt = System.nanoTime();
     long handoffAge = decodeSentAt - handoff.legCompletedNanos();
     perModel.handoffAge(handoffAge);
-    DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), cfg.model(), requestId, sameWorker,
+    DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), request.model(), requestId, sameWorker,
         cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs(),
         trace.decode(a.consumer.iid(), requestId, sameWorker, handoffAge));
     sink.attemptStarted();
@@ -341,7 +341,16 @@ final class RequestLifecycle {
   }
 
   private void noEngine(ReplyException reply) {
-    EdgeError error = reply.failureCode() == Failures.FLEET_HOLD ? EdgeError.standby() : EdgeError.noEngine(dispatched);
+    if (reply.failureCode() == Failures.MODEL_NOT_FOUND) {
+      EdgeError error = EdgeError.modelNotFound(request.model());
+      attempt = 0;
+      current = null;
+      sink.fail(error);
+      ctx.metrics().invalid();
+      finish("invalid", error.reason(), error.status(), error.type());
+      return;
+    }
+    EdgeError error = reply.failureCode() == Failures.FLEET_HOLD ? EdgeError.standby() : EdgeError.noEngine(dispatched, request.model());
     sink.fail(error);
     String terminal = dispatched ? "failed" : "rejected";
     if (dispatched) ctx.metrics().failed(error.reason()); else ctx.metrics().rejected(error.reason());

@@ -7,7 +7,8 @@ import java.util.Optional;
 
 /**
  * Checks a client's completion or chat body at the edge (docs/errors.md): the fields the router relies on must
- * have the right types, {@code n} and {@code best_of} must be 1, and the model must be the fleet's. Numbers are
+ * have the right types and {@code n} and {@code best_of} must be 1; whether an engine serves the model is placement's
+ * answer ({@code model_not_found}). Numbers are
  * taken as vLLM's validation takes them ({@link LaxNumbers}: {@code "8"} and {@code 8.0} are the integer 8). Other
  * fields pass through to the engines untouched; a client {@code kv_transfer_params} is ignored here and
  * never forwarded.
@@ -16,10 +17,9 @@ final class RequestValidator {
   private RequestValidator() {
   }
 
-  static Optional<EdgeError> check(JsonObject body, boolean chat, String model) {
+  static Optional<EdgeError> check(JsonObject body, boolean chat) {
     Object m = body.getValue("model");
-    if (m != null && !(m instanceof String)) return invalid("model", "a string");
-    if (m instanceof String s && !s.equals(model)) return Optional.of(EdgeError.modelNotFound(s));
+    if (m != null && !(m instanceof String s && !s.isEmpty())) return invalid("model", "a non-empty string");
     if (chat) {
       if (!(body.getValue("messages") instanceof JsonArray messages) || messages.isEmpty()) {
         return invalid("messages", "a non-empty array of message objects");

@@ -243,10 +243,10 @@ final class RouterInstance extends VerticleBase {
     error.send(rc.response());
   }
 
+  /** The union of what serving engines list in their own {@code /v1/models} (placement learns it), as vLLM answers. */
   private void models(RoutingContext rc) {
-    String model = config.get().model();
-    rc.json(new JsonObject().put("object", "list").put("data", new JsonArray().add(new JsonObject().put("id", model)
-        .put("object", "model").put("created", 0).put("owned_by", "narwhal").put("root", model).put("parent", (Object) null))));
+    ctx.controlBus().models().onComplete(ar -> rc.json(new JsonObject().put("object", "list")
+        .put("data", ar.succeeded() ? ar.result() : new JsonArray())));
   }
 
   /** Readiness: false at once when the replica drains (it still serves), else what placement says. */
@@ -285,7 +285,7 @@ final class RouterInstance extends VerticleBase {
                 .put("last_probe", e.getString("last_probe")).put("next_probe_ms", e.getValue("next_probe_ms"))
                 .put("backoff", e.getValue("backoff")));
       }
-      rc.json(new JsonObject().put("model", config.get().model()).put("engines", engines)
+      rc.json(new JsonObject().put("model", config.get().model()).put("models", p.getJsonObject("models")).put("engines", engines)
           .put("ready", p.getBoolean("ready", false) && !shared.admission().draining())
           .put("draining", shared.admission().draining()).put("in_flight", shared.admission().inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))
           .put("shared_state", b.getString("shared_state", "closed"))

@@ -48,6 +48,8 @@ class ConfigurationDocTest {
       String cell = row.get("default");
       if (cell.startsWith("required")) {
         assertRequired(key);
+      } else if (cell.startsWith("the top-level `model`")) {
+        assertEquals(json.getString("model"), defaults.get(key), key + ": the top-level model");
       } else if (cell.contains("available processors")) {
         assertEquals(Runtime.getRuntime().availableProcessors(), defaults.get(key), key + ": the processors' count");
       } else {

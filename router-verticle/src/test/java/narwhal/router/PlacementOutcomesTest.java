@@ -60,7 +60,7 @@ class PlacementOutcomesTest {
       assertEquals(503, noDecode.status(), noDecode.body());
       assertEquals("1", noDecode.retryAfter());
       assertEquals("no_schedulable_engines", noDecode.error().getString("type"), "refused before the prefill, not after it");
-      assertEquals("Engine capacity is unavailable", noDecode.error().getString("message"));
+      assertEquals("Engine capacity is unavailable for model `" + RouterHarness.MODEL + "`", noDecode.error().getString("message"));
       assertEquals(0, h.engine("P0").requests().size(), "no prefill pinned KV for a request nobody could decode");
       assertEquals(503, h.get("/ready").status());
 

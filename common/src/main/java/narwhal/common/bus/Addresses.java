@@ -9,6 +9,8 @@ public final class Addresses {
   public static final String PLACEMENT_RELEASE = "narwhal.placement.release";
   /** Request-reply: a snapshot of engines, their states and reservations per phase. */
   public static final String PLACEMENT_STATE = "narwhal.placement.state";
+  /** Request-reply: {@code {"data": [model card, …]}}, the union of what serving engines list in their {@code /v1/models}. */
+  public static final String PLACEMENT_MODELS = "narwhal.placement.models";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */

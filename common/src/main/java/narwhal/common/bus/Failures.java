@@ -4,6 +4,8 @@ package narwhal.common.bus;
 public final class Failures {
   /** No engine can take the phase now. */
   public static final int NO_ENGINE = 503;
+  /** No engine of the fleet serves the model (or adapter) the request names. */
+  public static final int MODEL_NOT_FOUND = 404;
   /** The fleet is held by the whole-wave policy. */
   public static final int FLEET_HOLD = 423;
   /** A bus message that does not parse. */

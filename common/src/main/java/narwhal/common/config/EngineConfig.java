@@ -7,12 +7,13 @@ import java.util.Set;
 
 /**
  * One vLLM engine of the fleet: its id, base URL, the legs it may serve, where it publishes its
- * attestation, and the NIXL side channel ({@code host:port}, empty when not pinned) its KV cache
- * is reached through.
+ * attestation, the NIXL side channel ({@code host:port}, empty when not pinned) its KV cache
+ * is reached through, and the model it serves ({@code ""}: the fleet's top-level {@code model}, filled in by
+ * {@link NarwhalConfig}).
  */
-public record EngineConfig(String iid, String url, Role role, String attestationUrl, String kvSideChannel) {
+public record EngineConfig(String iid, String url, Role role, String attestationUrl, String kvSideChannel, String model) {
 
-  static final Set<String> KEYS = Set.of("iid", "url", "role", "attestation_url", "kv_side_channel");
+  static final Set<String> KEYS = Set.of("iid", "url", "role", "attestation_url", "kv_side_channel", "model");
   static final String URL_EXPECTATION = "an http:// or https:// URL with a host and an optional port";
 
   public EngineConfig {
@@ -21,6 +22,17 @@ public record EngineConfig(String iid, String url, Role role, String attestation
     Objects.requireNonNull(role, "role");
     attestationUrl = attestationUrl == null ? "" : attestationUrl;
     kvSideChannel = kvSideChannel == null ? "" : kvSideChannel;
+    model = model == null ? "" : model;
+  }
+
+  /** An engine of the fleet's top-level model. */
+  public EngineConfig(String iid, String url, Role role, String attestationUrl, String kvSideChannel) {
+    this(iid, url, role, attestationUrl, kvSideChannel, "");
+  }
+
+  /** The same engine serving {@code model}. */
+  public EngineConfig withModel(String model) {
+    return new EngineConfig(iid, url, role, attestationUrl, kvSideChannel, model);
   }
 
   static EngineConfig read(SectionReader r) {
@@ -31,7 +43,8 @@ public record EngineConfig(String iid, String url, Role role, String attestation
         r.text("attestation_url", "", s -> s.isEmpty() || AddressSyntax.isHttpUrl(s),
             "\"\" or " + URL_EXPECTATION),
         r.text("kv_side_channel", "", s -> s.isEmpty() || AddressSyntax.isHostPort(s, true),
-            "\"\" or \"host:port\""));
+            "\"\" or \"host:port\""),
+        r.text("model", "", m -> !m.isBlank(), "a non-empty model name (absent: the top-level model)"));
   }
 
   /** The URL's host, without the brackets of an IPv6 literal. */
@@ -64,6 +77,7 @@ public record EngineConfig(String iid, String url, Role role, String attestation
         .put("url", url)
         .put("role", role.wireName())
         .put("attestation_url", attestationUrl)
-        .put("kv_side_channel", kvSideChannel);
+        .put("kv_side_channel", kvSideChannel)
+        .put("model", model);
   }
 }

@@ -41,7 +41,8 @@ public record NarwhalConfig(
 
   public NarwhalConfig {
     Objects.requireNonNull(model, "model");
-    engines = List.copyOf(engines);
+    String fleetModel = model;
+    engines = engines.stream().map(e -> e.model().isEmpty() ? e.withModel(fleetModel) : e).toList();
     engineContract = engineContract == null ? null : engineContract.copy();
     Objects.requireNonNull(server, "server");
     Objects.requireNonNull(serving, "serving");
@@ -156,6 +157,13 @@ public record NarwhalConfig(
   @Override
   public JsonObject engineContract() {
     return engineContract == null ? null : engineContract.copy();
+  }
+
+  /** The models the engines serve (each engine's {@code model}), in the order of the engines. */
+  public List<String> models() {
+    Set<String> models = new java.util.LinkedHashSet<>();
+    engines.forEach(e -> models.add(e.model()));
+    return List.copyOf(models);
   }
 
   public Optional<EngineConfig> engine(String iid) {

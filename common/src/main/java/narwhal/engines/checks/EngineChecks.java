@@ -16,6 +16,7 @@ import narwhal.engines.client.DecodeCall;
 import narwhal.engines.client.EngineClient;
 import narwhal.engines.client.EngineClientOptions;
 import narwhal.engines.client.PrefillCall;
+import narwhal.engines.connector.EngineContract;
 import narwhal.engines.connector.HandoffExpectations;
 
 import java.util.UUID;
@@ -56,17 +57,17 @@ public final class EngineChecks {
     return get("health", join(engine.url(), "/health")).mapEmpty();
   }
 
-  /** {@code GET /v1/models} lists the configured model. */
+  /** {@code GET /v1/models} lists the engine's own model ({@code engines[].model}). */
   public Future<Void> modelListed(EngineConfig engine) {
     return modelCard(engine).mapEmpty();
   }
 
   /**
-   * The configured model's card from {@code GET /v1/models} (vLLM's carries {@code max_model_len}); fails as
+   * The engine's model's card from {@code GET /v1/models} (vLLM's carries {@code max_model_len}); fails as
    * {@link #modelListed} does when the model is not listed.
    */
   public Future<JsonObject> modelCard(EngineConfig engine) {
-    String model = config.get().model();
+    String model = modelOf(engine);
     return get("models", join(engine.url(), "/v1/models")).compose(resp -> {
       JsonArray data = json("models", resp).getValue("data") instanceof JsonArray a ? a : new JsonArray();
       return data.stream().filter(m -> m instanceof JsonObject o && model.equals(o.getValue("id"))).map(JsonObject.class::cast)
@@ -88,9 +89,12 @@ public final class EngineChecks {
     return get("attestation", engine.attestationUrlOrDefault()).map(resp -> EngineAttestation.of(engine, json("attestation", resp)));
   }
 
-  /** The attestation, checked against the pinned {@code engine_contract} (always passes when none is pinned). */
+  /**
+   * The attestation, checked against the pinned {@code engine_contract} (always passes when none is pinned); a pinned
+   * {@code model} is checked against the engine's own model.
+   */
   public Future<EngineAttestation> contract(EngineConfig engine) {
-    JsonObject contract = config.get().engineContract();
+    JsonObject contract = EngineContract.forModel(config.get().engineContract(), modelOf(engine));
     return attestation(engine).compose(attested -> {
       String mismatch = attested.mismatch(contract);
       return mismatch == null ? Future.succeededFuture(attested) : Future.failedFuture(new CheckFailure("contract", mismatch));
@@ -104,7 +108,7 @@ public final class EngineChecks {
   public Future<Void> generation(EngineConfig engine) {
     NarwhalConfig cfg = config.get();
     String rid = "probe-" + UUID.randomUUID() + "-generation";
-    JsonObject body = new JsonObject().put("model", cfg.model()).put("prompt", "narwhal probe " + rid)
+    JsonObject body = new JsonObject().put("model", modelOf(engine)).put("prompt", "narwhal probe " + rid)
         .put("max_tokens", 1).put("stream", false);
     long bound = cfg.engine().firstTokenTimeoutMs();
     return call("generation", bound, () -> keyed(web.postAbs(join(engine.url(), "/v1/completions")))
@@ -133,14 +137,20 @@ public final class EngineChecks {
     String rid = purpose + "-" + UUID.randomUUID();
     JsonObject body = new JsonObject().put("prompt", "narwhal " + purpose + " " + rid).put("max_tokens", bounds.tokens());
     long readMs = bounds.readMs() > 0 ? bounds.readMs() : bounds.firstTokenMs();
-    return onContext(() -> legs.prefill(new PrefillCall(producer.url(), "/v1/completions", body, cfg.model(), rid + "-prefill",
+    String model = modelOf(producer);
+    return onContext(() -> legs.prefill(new PrefillCall(producer.url(), "/v1/completions", body, model, rid + "-prefill",
             bounds.prefillMs(), expected))
         .recover(err -> Future.failedFuture(CheckFailure.of("prefill", err, bounds.prefillMs())))
         .compose(handoff -> consumer == null ? Future.<Void>succeededFuture()
-            : legs.decode(handoff, new DecodeCall(consumer.url(), "/v1/completions", body, cfg.model(), rid + "-decode",
+            : legs.decode(handoff, new DecodeCall(consumer.url(), "/v1/completions", body, model, rid + "-decode",
                     consumer.iid().equals(producer.iid()), bounds.firstTokenMs(), readMs)).end()
                 .<Void>mapEmpty()
                 .recover(err -> Future.failedFuture(CheckFailure.of("decode", err, bounds.firstTokenMs())))));
+  }
+
+  /** The model an engine serves: its own {@code model}, else the fleet's. */
+  public String modelOf(EngineConfig engine) {
+    return engine.model().isEmpty() ? config.get().model() : engine.model();
   }
 
   public Future<Void> close() {

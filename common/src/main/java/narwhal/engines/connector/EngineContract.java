@@ -32,6 +32,15 @@ public final class EngineContract {
     return null;
   }
 
+  /**
+   * The contract one engine is held to: a pinned {@code model} becomes the engine's own model (a fleet of several
+   * models pins everything else once); null stays null.
+   */
+  public static JsonObject forModel(JsonObject contract, String model) {
+    if (contract == null || !contract.containsKey("model") || model == null || model.isEmpty()) return contract;
+    return contract.copy().put("model", model);
+  }
+
   /** "NixlConnector" → "nixl", the family name the fleet file uses. */
   public static String connectorFamily(String connectorClass) {
     String lower = connectorClass.toLowerCase(Locale.ROOT);

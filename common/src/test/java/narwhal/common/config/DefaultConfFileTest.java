@@ -24,10 +24,10 @@ class DefaultConfFileTest {
     assertNull(config.engineContract());
     assertEquals(8000, config.server().port());
     assertEquals(List.of(
-            new EngineConfig("P0", "http://127.0.0.1:8101", Role.PREFILL, "", ""),
-            new EngineConfig("P1", "http://127.0.0.1:8102", Role.PREFILL, "", ""),
-            new EngineConfig("D0", "http://127.0.0.1:8103", Role.DECODE, "", ""),
-            new EngineConfig("D1", "http://127.0.0.1:8104", Role.DECODE, "", "")),
+            new EngineConfig("P0", "http://127.0.0.1:8101", Role.PREFILL, "", "", "Qwen/Qwen3-0.6B"),
+            new EngineConfig("P1", "http://127.0.0.1:8102", Role.PREFILL, "", "", "Qwen/Qwen3-0.6B"),
+            new EngineConfig("D0", "http://127.0.0.1:8103", Role.DECODE, "", "", "Qwen/Qwen3-0.6B"),
+            new EngineConfig("D1", "http://127.0.0.1:8104", Role.DECODE, "", "", "Qwen/Qwen3-0.6B")),
         config.engines());
   }
 

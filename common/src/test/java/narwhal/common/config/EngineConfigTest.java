@@ -49,7 +49,7 @@ class EngineConfigTest {
           "attestation_url": "https://p0.local:8443/attest", "kv_side_channel": "10.0.0.5:5600"}]}
         """);
     assertEquals(new EngineConfig("P0", "https://p0.local:8443", Role.PREFILL,
-        "https://p0.local:8443/attest", "10.0.0.5:5600"), c.engines().get(0));
+        "https://p0.local:8443/attest", "10.0.0.5:5600", "m"), c.engines().get(0));
   }
 
   @Test

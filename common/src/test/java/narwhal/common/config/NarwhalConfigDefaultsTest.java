@@ -26,7 +26,7 @@ class NarwhalConfigDefaultsTest {
     EngineConfig both = NarwhalConfig.fromJson(Fleets.minimal().put("engines",
         new JsonArray().add(new JsonObject()
             .put("iid", "B0").put("url", "http://h:1")))).engines().get(0);
-    assertEquals(new EngineConfig("B0", "http://h:1", Role.BOTH, "", ""), both);
+    assertEquals(new EngineConfig("B0", "http://h:1", Role.BOTH, "", "", "m"), both);
   }
 
   @Test
