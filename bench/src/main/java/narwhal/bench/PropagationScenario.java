@@ -107,6 +107,9 @@ final class PropagationScenario implements Scenario {
     SimBench.set(fleet, "recovery", "readmit_every", 5);
     SimBench.set(fleet, "recovery", "liveness_every", 1_000_000);
     SimBench.set(fleet, "engine", "connect_timeout_s", 1);
+    // the requests that trip the breaker must reach D0 by turns: placement by load would route around the engine
+    // whose /metrics stopped answering, and it would never be ejected by connection failures
+    SimBench.set(fleet, "placement", "policy", "least_reserved");
     return fleet;
   }
 
