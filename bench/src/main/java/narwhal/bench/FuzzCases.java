@@ -66,7 +66,7 @@ final class FuzzCases {
     json(out, "wrong types", "messages is a string", CHAT, "{\"model\":\"" + M + "\",\"messages\":\"hello\"}");
     json(out, "wrong types", "messages holds a number", CHAT, "{\"model\":\"" + M + "\",\"messages\":[1]}");
     json(out, "wrong types", "message without role", CHAT, "{\"model\":\"" + M + "\",\"messages\":[{\"content\":\"x\"}]}");
-    json(out, "wrong types", "max_tokens is a string", C, ok.replace("\"max_tokens\":2", "\"max_tokens\":\"8\"") + "}");
+    json(out, "wrong types", "max_tokens is a non-numeric string", C, ok.replace("\"max_tokens\":2", "\"max_tokens\":\"eight\"") + "}");
     json(out, "wrong types", "max_tokens is negative", C, ok.replace("\"max_tokens\":2", "\"max_tokens\":-1") + "}");
     json(out, "wrong types", "max_tokens is fractional", C, ok.replace("\"max_tokens\":2", "\"max_tokens\":1.5") + "}");
     json(out, "wrong types", "max_tokens is 1e400", C, ok.replace("\"max_tokens\":2", "\"max_tokens\":1e400") + "}");
