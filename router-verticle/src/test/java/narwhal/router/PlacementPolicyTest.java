@@ -31,6 +31,7 @@ class PlacementPolicyTest {
   void sharedPrefixesGoToOneProducerAndDistinctOnesSpread() throws Exception {
     try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "P1:prefill", "P2:prefill", "D0:decode", "D1:decode"),
         json -> json.put("placement", new JsonObject().put("policy", "cache_aware")))) {
+      for (String p : List.of("P0", "P1", "P2")) awaitLoad(h, p, load -> load.containsKey("running"));
       Set<String> producers = new HashSet<>();
       for (int i = 0; i < 9; i++) {
         RouterHarness.Reply reply = h.post("/v1/completions", prompt(SYSTEM + " Question " + i + ": how deep do narwhals dive?"));
