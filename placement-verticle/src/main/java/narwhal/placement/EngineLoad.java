@@ -38,6 +38,9 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
       } catch (NumberFormatException notANumber) {
         continue;
       }
+      if ((RUNNING.equals(name) || WAITING.equals(name) || KV_USAGE.equals(name)) && !(value >= 0 && Double.isFinite(value))) {
+        return failed(iid, readAtMs, reader, name + " is " + value + ": not a load (expected a finite number of at least 0)");
+      }
       switch (name) {
         case RUNNING -> {
           running += value;
@@ -70,6 +73,14 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
   }
 
   static EngineLoad fromJson(JsonObject json) {
+    try {
+      return readJson(json);
+    } catch (RuntimeException malformed) {
+      return null;
+    }
+  }
+
+  private static EngineLoad readJson(JsonObject json) {
     if (json == null || json.getString("iid") == null) return null;
     long at = json.getLong("read_at_ms", 0L);
     String reader = json.getString("reader", "");

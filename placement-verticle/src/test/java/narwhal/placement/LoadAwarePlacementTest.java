@@ -155,5 +155,12 @@ class LoadAwarePlacementTest {
     assertEquals(1.0, load.waiting());
     assertEquals(0.5, load.kvUsage());
     assertTrue(!EngineLoad.parse("D0", "up 1\n", 5, "r").ok(), "no queue gauges: not a reading");
+    for (String bad : java.util.List.of("NaN", "+Inf", "-1000")) {
+      EngineLoad poisoned = EngineLoad.parse("D0", "vllm:num_requests_running " + bad + "\nvllm:num_requests_waiting 0\n", 5, "r");
+      assertTrue(!poisoned.ok(), bad + " is no load: a failed reading, never an idle or a poisoned one");
+      assertEquals("D0", EngineLoad.fromJson(new JsonObject(poisoned.toJson().encode())).iid(), "and it survives the shared map");
+    }
+    assertEquals(null, EngineLoad.fromJson(new JsonObject().put("iid", "D0").put("read_at_ms", 1).put("running", "NaN")),
+        "a malformed shared entry is no reading, not an exception that stops the round");
   }
 }
