@@ -114,7 +114,7 @@ final class RequestLifecycle {
     this.sink = sink;
     this.onFinish = onFinish;
     this.deadlineNanos = request.arrivedNanos() + cfg.serving().requestTimeoutMs() * 1_000_000;
-    this.perModel = ctx.models().of(request.model());
+    this.perModel = ctx.models().of(cfg.model());
   }
 
   void start() {
