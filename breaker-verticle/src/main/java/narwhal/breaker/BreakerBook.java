@@ -296,10 +296,6 @@ final class BreakerBook {
     });
   }
 
-  public List<BreakerAction> eject(String iid) {
-    return eject(iid, true);
-  }
-
   /** An operator's readmission of an ejected, held or quarantined engine: serving now, without a check. */
   public List<BreakerAction> readmit(String iid) {
     return withRecord(iid, (r, actions) -> {
@@ -330,10 +326,6 @@ final class BreakerBook {
     });
   }
 
-  public List<BreakerAction> quarantine(String iid, double seconds) {
-    return quarantine(iid, seconds, true);
-  }
-
   /**
    * {@code drain}: no new legs (refused when it would leave a role with no serving engine, unless {@code force}).
    * {@code undrain}: the engine goes through the readmission checks at once (it may have been restarted or have died
@@ -352,10 +344,6 @@ final class BreakerBook {
         throw new IllegalArgumentException("undrain: " + iid + " is not draining (it is " + r.state.wireName() + ")");
       }
     });
-  }
-
-  public List<BreakerAction> drain(String iid, boolean drain) {
-    return drain(iid, drain, true);
   }
 
   private void refuseLastCover(String command, EngineRecord r, boolean force) {
@@ -404,9 +392,7 @@ final class BreakerBook {
     if (r == null || !event.version().newerThan(new StateVersion(r.changedMs, r.changedBy))) {
       return Optional.empty();
     }
-    if (r.changedMs == 0 && event.state() == EngineState.SERVING && event.changedMs() < r.addedAtMs) {
-      return Optional.empty();
-    }
+    if (r.changedMs == 0 && event.leftoverFor(r.addedAtMs)) return Optional.empty();
     EngineState from = r.state;
     r.changedMs = event.changedMs();
     r.changedBy = event.origin();

@@ -79,7 +79,7 @@ class BreakerBookTest {
   @Test
   void connectionEjectionMayTakeTheLastEngineOfARole() {
     BreakerBook b = book("{\"eject_after\": 1}");
-    decided(b.eject("D1"));
+    decided(b.eject("D1", true));
     List<BreakerAction> actions = decided(b.record(failure("D0", Phase.DECODE, FailureClass.CONNECTION)));
     assertEquals(EngineState.EJECTED, b.state("D0").orElseThrow(), String.valueOf(actions));
   }
@@ -162,7 +162,7 @@ class BreakerBookTest {
   @Test
   void holdsNeverTakeTheLastEngineOfARole() {
     BreakerBook b = book("{\"eject_after\": 1}");
-    decided(b.eject("D1"));
+    decided(b.eject("D1", true));
     assertTrue(decided(b.record(failure("D0", Phase.DECODE, FailureClass.STREAM))).isEmpty());
     assertEquals(EngineState.SERVING, b.state("D0").orElseThrow());
     assertTrue(decided(b.record(failure("D0", Phase.DECODE, FailureClass.KV_HANDOFF))).isEmpty());
@@ -361,7 +361,7 @@ class BreakerBookTest {
   void aRemoteStateIsTakenOverWithItsCauseQuarantineEndAndProducer() {
     BreakerBook a = replica("a", "{}");
     BreakerBook b = replica("b", "{}");
-    decided(a.quarantine("D0", 30));
+    decided(a.quarantine("D0", 30, true));
     EngineStateEvent event = a.stateEvent("D0").orElseThrow();
     assertEquals(now.get() + 30_000, event.untilMs());
     EngineStateEvent wire = EngineStateEvent.fromJson(new JsonObject(event.toJson().encode()));
@@ -398,7 +398,7 @@ class BreakerBookTest {
     BreakerBook a = replica("a", "{}");
     BreakerBook b = replica("b", "{}");
     BreakerBook c = replica("c", "{}");
-    decided(a.eject("D0"));
+    decided(a.eject("D0", true));
     EngineStateEvent ejected = a.stateEvent("D0").orElseThrow();
     b.applyRemote(ejected);
     now.addAndGet(5);
@@ -414,7 +414,7 @@ class BreakerBookTest {
 
     b.applyRemote(new EngineStateEvent("D0", EngineState.DRAINING, "admin", 0, null, readmitted.changedMs() + 1_000, "z"));
     now.set(readmitted.changedMs());
-    decided(b.drain("D0", false));
+    decided(b.drain("D0", false, true));
     assertTrue(b.stateEvent("D0").orElseThrow().changedMs() > readmitted.changedMs() + 1_000,
         "a replica whose clock is behind still stamps its change later than the one it replaces");
   }

@@ -68,7 +68,7 @@ final class PlacementTable {
 
   public PlacementTable(List<EngineConfig> engines) {
     this(engines, System::currentTimeMillis);
-    this.settings = withPolicy(PlacementConfig.LEAST_RESERVED);
+    this.settings = PlacementConfig.defaults().withPolicy(PlacementConfig.LEAST_RESERVED);
   }
 
   /** @param clockMs wall clock of the readings (epoch ms): a reading older than three intervals is stale */
@@ -85,12 +85,6 @@ final class PlacementTable {
 
   synchronized String policy() {
     return settings.policy();
-  }
-
-  private static PlacementConfig withPolicy(String policy) {
-    PlacementConfig d = PlacementConfig.defaults();
-    return new PlacementConfig(policy, d.metricsIntervalS(), d.metricsTimeoutS(), d.sessionHeader(), d.prefixBlockChars(),
-        d.prefixBlocks(), d.loadFactor());
   }
 
   /** Replaces the engine list; engines that stay keep their state and reservations, removed ones keep theirs until released. */

@@ -59,10 +59,7 @@ public final class PlacementVerticle extends VerticleBase {
   private ModelListings listings;
   /** The version of each engine's state and of the fleet hold last applied. */
   private final Map<String, StateVersion> versions = new HashMap<>();
-  /**
-   * When a reload added each engine (epoch ms): a serving state from before that is a leftover of an earlier engine
-   * under the iid (the shared map keeps states of removed engines), not a check of this one.
-   */
+  /** When a reload added each engine (epoch ms), for {@link EngineStateEvent#leftoverFor}. */
   private final Map<String, Long> addedAt = new HashMap<>();
   /** Read by routers' event loops through {@link Local}. */
   private volatile boolean fleetHold;
@@ -242,7 +239,7 @@ public final class PlacementVerticle extends VerticleBase {
     FleetHoldEvent hold = FleetHoldEvent.fromJson(body);
     if (hold != null && current(SharedState.FLEET_HOLD_KEY, hold.version())) fleetHold = hold.held();
     EngineStateEvent event = EngineStateEvent.fromJson(body);
-    if (event == null || event.state() == EngineState.SERVING && event.changedMs() < addedAt.getOrDefault(event.iid(), 0L)) return;
+    if (event == null || event.leftoverFor(addedAt.getOrDefault(event.iid(), 0L))) return;
     if (current(event.iid(), event.version())) {
       boolean entering = event.state() == EngineState.SERVING && table.state(event.iid()).orElse(null) != EngineState.SERVING;
       table.setState(event.iid(), event.state());

@@ -27,15 +27,9 @@ class LoadAwarePlacementTest {
     return new EngineConfig(iid, "http://127.0.0.1:1/" + iid, role, "", "");
   }
 
-  private static PlacementConfig policy(String policy) {
-    PlacementConfig d = PlacementConfig.defaults();
-    return new PlacementConfig(policy, d.metricsIntervalS(), d.metricsTimeoutS(), d.sessionHeader(), d.prefixBlockChars(),
-        d.prefixBlocks(), d.loadFactor());
-  }
-
   private PlacementTable table(String policy) {
     PlacementTable t = new PlacementTable(FLEET, now::get);
-    t.configure(policy(policy), 3);
+    t.configure(PlacementConfig.defaults().withPolicy(policy), 3);
     return t;
   }
 

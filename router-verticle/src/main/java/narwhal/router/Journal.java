@@ -153,12 +153,19 @@ final class Journal {
   private void problem(int lostRows, String what) {
     dropped.add(lostRows);
     droppedSinceLog += lostRows;
-    long now = System.currentTimeMillis();
-    if (now - lastProblemLogMs < PROBLEM_LOG_MS) return;
     long count = droppedSinceLog;
-    droppedSinceLog = 0;
+    if (warnAtMost(what + "; " + count + " row(s) dropped since the last such line (narwhal_journal_dropped_rows_total)", null)) {
+      droppedSinceLog = 0;
+    }
+  }
+
+  /** Logs a warning unless one was logged within {@link #PROBLEM_LOG_MS}; whether it did. */
+  private boolean warnAtMost(String what, Throwable cause) {
+    long now = System.currentTimeMillis();
+    if (now - lastProblemLogMs < PROBLEM_LOG_MS) return false;
     lastProblemLogMs = now;
-    LOG.warning(() -> "journal: " + what + "; " + count + " row(s) dropped since the last such line (narwhal_journal_dropped_rows_total)");
+    LOG.log(Level.WARNING, "journal: " + what, cause);
+    return true;
   }
 
   /** Closes the queue, writes what is queued and closes the file. */
@@ -176,11 +183,7 @@ final class Journal {
     try {
       rotate();
     } catch (IOException e) {
-      long now = System.currentTimeMillis();
-      if (now - lastProblemLogMs >= PROBLEM_LOG_MS) {
-        lastProblemLogMs = now;
-        LOG.log(Level.WARNING, "journal: cannot rotate " + config.path() + "; appending to it instead", e);
-      }
+      warnAtMost("cannot rotate " + config.path() + "; appending to it instead", e);
       try {
         openFile();
       } catch (IOException cannotReopen) {

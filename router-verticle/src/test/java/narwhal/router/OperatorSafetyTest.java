@@ -156,11 +156,8 @@ class OperatorSafetyTest {
       JsonObject back = awaitEvent(h, e -> "engine_state".equals(e.getString("event")) && "D1".equals(e.getString("iid"))
           && "serving".equals(e.getString("to")));
       assertEquals("lifecycle_probe", back.getString("cause"), "re-added, it is checked before it serves");
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (!"serving".equals(AdminAndPlacementTest.engineState(h, "D1"))) {
-        assertTrue(System.nanoTime() < deadline, "placement takes D1 again: " + h.get("/narwhal/state").body());
-        Thread.sleep(20);
-      }
+      FailureChecks.eventually(h, () -> "serving".equals(AdminAndPlacementTest.engineState(h, "D1")),
+          () -> "placement takes D1 again: " + h.get("/narwhal/state").body());
       h.resetEngines();
       for (int i = 0; i < 6; i++) assertEquals(200, h.post("/v1/completions", DisaggregatedExecutionTest.completion(false)).status());
       assertTrue(h.engine("D1").requests().stream().anyMatch(r -> r.getString("request_id").endsWith("-decode")),

@@ -82,11 +82,9 @@ class PlacementPolicyTest {
       h.config = narwhal.common.config.NarwhalConfig.fromJson(h.config.toJson()
           .put("placement", new JsonObject().put("policy", "least_reserved")));
       h.vertx.eventBus().publish(narwhal.common.bus.Addresses.CONFIG_CHANGED, h.config.toJson());
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (!"least_reserved".equals(h.get("/narwhal/state").json().getJsonObject("placement").getString("policy"))) {
-        assertTrue(System.nanoTime() < deadline, "the policy reloaded");
-        Thread.sleep(20);
-      }
+      FailureChecks.eventually(h,
+          () -> "least_reserved".equals(h.get("/narwhal/state").json().getJsonObject("placement").getString("policy")),
+          () -> "the policy reloaded");
       RouterHarness.Reply reply = h.post("/v1/completions", DisaggregatedExecutionTest.completion(false));
       assertEquals("least_reserved", h.journalRow(reply.requestId()).getString("decode_placement"));
     }

@@ -8,7 +8,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -28,11 +27,8 @@ class RestartPendingTest {
       assertTrue(metrics.contains("narwhal_config_restart_pending 1.0"));
 
       reload(h, h.config.toJson().put("serving", h.config.toJson().getJsonObject("serving").put("max_attempts", 2)));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (!h.get("/metrics").body().contains("narwhal_config_reloads_total{outcome=\"applied\"} 1.0")) {
-        assertTrue(System.nanoTime() < deadline, "the next change applied");
-        Thread.sleep(10);
-      }
+      FailureChecks.eventually(h, () -> h.get("/metrics").body().contains("narwhal_config_reloads_total{outcome=\"applied\"} 1.0"),
+          () -> "the next change applied");
       assertEquals(new JsonArray().add("server.port"), h.get("/narwhal/state").json().getJsonArray("restart_pending"),
           "still pending: the replica runs on its start port");
     }
@@ -43,11 +39,8 @@ class RestartPendingTest {
     h.vertx.eventBus().publish(Addresses.CONFIG_CHANGED, h.config.toJson());
   }
 
-  private static void awaitPending(RouterHarness h, JsonArray expected) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (!expected.equals(h.get("/narwhal/state").json().getJsonArray("restart_pending"))) {
-      assertTrue(System.nanoTime() < deadline, "restart_pending: " + h.get("/narwhal/state").body());
-      Thread.sleep(10);
-    }
+  private static void awaitPending(RouterHarness h, JsonArray expected) {
+    FailureChecks.eventually(h, () -> expected.equals(h.get("/narwhal/state").json().getJsonArray("restart_pending")),
+        () -> "restart_pending: " + h.get("/narwhal/state").body());
   }
 }

@@ -13,6 +13,15 @@ import io.vertx.core.json.JsonObject;
 public record EngineStateEvent(String iid, EngineState state, String cause, long untilMs, String producer, long changedMs,
                                String origin) {
 
+  /**
+   * Whether this is a leftover for an engine a replica added at {@code addedAtMs}: a serving state from before the add
+   * belongs to an earlier engine under the iid (the shared map keeps states of removed engines), not to a check of
+   * this one. Any other state (a drain, a quarantine, an ejection) is an operator's or breaker's decision and stands.
+   */
+  public boolean leftoverFor(long addedAtMs) {
+    return state == EngineState.SERVING && changedMs < addedAtMs;
+  }
+
   public StateVersion version() {
     return new StateVersion(changedMs, origin);
   }

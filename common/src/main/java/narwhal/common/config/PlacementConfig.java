@@ -50,6 +50,11 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
     return Math.max(1, Math.round(modelsRefreshS * 1000));
   }
 
+  /** These settings under another policy. */
+  public PlacementConfig withPolicy(String other) {
+    return new PlacementConfig(other, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor);
+  }
+
   public long metricsIntervalMs() {
     return Math.max(1, Math.round(metricsIntervalS * 1000));
   }
