@@ -9,7 +9,8 @@ import narwhal.common.config.PlacementConfig;
  * (docs/operations.md#placement): the client's session header when it sends one ({@code session:…}), else the leading
  * {@code prefix_blocks} full blocks of {@code prefix_block_chars} characters of the prompt as the client sent it
  * ({@code prefix:…}): a completion's prompt, a chat's messages in order (role and text of each). A prompt shorter
- * than one block has no affinity and is placed by load. Only the characters needed are read.
+ * than one block has no affinity and is placed by load. The characters are hashed as they are read, only as many as
+ * the blocks need, with no copy of the prompt.
  */
 final class PromptAffinity {
   private PromptAffinity() {
@@ -17,60 +18,81 @@ final class PromptAffinity {
 
   static String of(JsonObject body, boolean chat, String session, PlacementConfig placement) {
     if (!PlacementConfig.CACHE_AWARE.equals(placement.policy())) return null;
-    if (session != null && !session.isEmpty()) return "session:" + Long.toHexString(hash(session, session.length()));
-    int wanted = placement.prefixBlockChars() * placement.prefixBlocks();
-    StringBuilder text = new StringBuilder(Math.min(wanted, 4096));
-    if (chat) {
-      messages(body.getValue("messages"), text, wanted);
-    } else {
-      prompt(body.getValue("prompt"), text, wanted);
+    if (session != null && !session.isEmpty()) {
+      BlockHash whole = new BlockHash(session.length(), session.length());
+      whole.feed(session);
+      return "session:" + Long.toHexString(whole.atBlock);
     }
-    int blocks = Math.min(placement.prefixBlocks(), text.length() / placement.prefixBlockChars());
-    if (blocks == 0) return null;
-    return "prefix:" + Long.toHexString(hash(text, blocks * placement.prefixBlockChars()));
+    BlockHash prefix = new BlockHash(placement.prefixBlockChars(), placement.prefixBlockChars() * placement.prefixBlocks());
+    if (chat) {
+      messages(body.getValue("messages"), prefix);
+    } else {
+      prompt(body.getValue("prompt"), prefix);
+    }
+    return prefix.blocks == 0 ? null : "prefix:" + Long.toHexString(prefix.atBlock);
   }
 
-  private static void prompt(Object prompt, StringBuilder out, int wanted) {
+  private static void prompt(Object prompt, BlockHash out) {
     if (prompt instanceof String s) {
-      append(out, s, wanted);
+      out.feed(s);
     } else if (prompt instanceof JsonArray list && !list.isEmpty()) {
       Object first = list.getValue(0);
       if (first instanceof Number) {
-        for (int i = 0; i < list.size() && out.length() < wanted; i++) append(out, list.getValue(i) + ",", wanted);
+        for (int i = 0; i < list.size() && !out.full(); i++) {
+          out.feed(String.valueOf(list.getValue(i)));
+          out.feed(",");
+        }
       } else {
-        prompt(first, out, wanted);
+        prompt(first, out);
       }
     }
   }
 
-  private static void messages(Object messages, StringBuilder out, int wanted) {
+  private static void messages(Object messages, BlockHash out) {
     if (!(messages instanceof JsonArray list)) return;
-    for (int i = 0; i < list.size() && out.length() < wanted; i++) {
+    for (int i = 0; i < list.size() && !out.full(); i++) {
       if (!(list.getValue(i) instanceof JsonObject m)) continue;
-      append(out, m.getString("role", "") + '\u0000', wanted);
+      out.feed(m.getString("role", ""));
+      out.feed("\u0000");
       Object content = m.getValue("content");
       if (content instanceof String s) {
-        append(out, s, wanted);
+        out.feed(s);
       } else if (content instanceof JsonArray parts) {
         for (Object part : parts) {
-          if (part instanceof JsonObject p && p.getValue("text") instanceof String t) append(out, t, wanted);
+          if (part instanceof JsonObject p && p.getValue("text") instanceof String t) out.feed(t);
         }
       }
-      append(out, "\u0001", wanted);
+      out.feed("\u0001");
     }
   }
 
-  private static void append(StringBuilder out, String s, int wanted) {
-    out.append(s, 0, Math.min(s.length(), Math.max(0, wanted - out.length())));
-  }
+  /** FNV-1a, 64 bits, over at most {@code limit} characters; the hash as it stood at the last full block. */
+  private static final class BlockHash {
+    private final int blockChars;
+    private final int limit;
+    private long hash = 0xcbf29ce484222325L;
+    private int count;
+    long atBlock;
+    int blocks;
 
-  /** FNV-1a, 64 bits, over the first {@code n} characters. */
-  private static long hash(CharSequence s, int n) {
-    long h = 0xcbf29ce484222325L;
-    for (int i = 0; i < n; i++) {
-      h ^= s.charAt(i);
-      h *= 0x100000001b3L;
+    BlockHash(int blockChars, int limit) {
+      this.blockChars = blockChars;
+      this.limit = limit;
     }
-    return h;
+
+    boolean full() {
+      return count >= limit;
+    }
+
+    void feed(String s) {
+      for (int i = 0; i < s.length() && count < limit; i++) {
+        hash ^= s.charAt(i);
+        hash *= 0x100000001b3L;
+        if (++count % blockChars == 0) {
+          atBlock = hash;
+          blocks++;
+        }
+      }
+    }
   }
 }

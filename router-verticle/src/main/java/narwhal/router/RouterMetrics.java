@@ -53,7 +53,8 @@ final class RouterMetrics {
   private final Map<String, AtomicInteger[]> resident = new ConcurrentHashMap<>();
   /** Why placement chose an engine (narwhal.common.bus.Reservation#reason), per phase. */
   static final List<String> PLACEMENT_REASONS = List.of("prefix", "session", "spill", "load", "least_reserved", "only_candidate");
-  private final Map<String, Counter> placements = new ConcurrentHashMap<>();
+  /** Per phase (ordinal), per reason: looked up per leg without building a key. */
+  private final List<Map<String, Counter>> placements = List.of(new ConcurrentHashMap<>(), new ConcurrentHashMap<>());
 
   public RouterMetrics(MeterRegistry registry, Supplier<Number> retryCredits, List<EngineConfig> engines) {
     this.registry = registry;
@@ -78,7 +79,7 @@ final class RouterMetrics {
     failedCounter("no_engine");
     EXPIRY_REASONS.forEach(this::expiredCounter);
     REJECTION_REASONS.forEach(this::rejectedCounter);
-    for (Phase phase : Phase.values()) PLACEMENT_REASONS.forEach(reason -> placementCounter(phase.wireName() + "/" + reason));
+    for (Phase phase : Phase.values()) PLACEMENT_REASONS.forEach(reason -> placementCounter(phase, reason));
     reloadsApplied = reloads("applied");
     reloadsRefused = reloads("refused");
     reloadsRestartPending = reloads("restart_pending");
@@ -104,13 +105,13 @@ final class RouterMetrics {
 
   /** A leg placed, with why placement chose its engine. */
   void placed(Phase phase, String reason) {
-    placementCounter(phase.wireName() + "/" + reason).increment();
+    placementCounter(phase, reason).increment();
   }
 
-  private Counter placementCounter(String key) {
-    return cached(placements, key, k -> Counter.builder("narwhal.placement.decisions")
+  private Counter placementCounter(Phase phase, String reason) {
+    return cached(placements.get(phase.ordinal()), reason, r -> Counter.builder("narwhal.placement.decisions")
         .description("legs placed, by phase and by why placement chose the engine")
-        .tags("phase", k.substring(0, k.indexOf('/')), "reason", k.substring(k.indexOf('/') + 1)).register(registry));
+        .tags("phase", phase.wireName(), "reason", r).register(registry));
   }
 
   private Counter failedCounter(String reason) {
