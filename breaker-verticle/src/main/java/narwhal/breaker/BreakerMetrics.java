@@ -40,6 +40,17 @@ final class BreakerMetrics {
     refused();
   }
 
+  private static final List<String> ENGINE_SERIES = List.of("narwhal.ejected", "narwhal.engine.quarantined",
+      "narwhal.engine.held", "narwhal.engine.breaker.streak", "narwhal.engine.ejections", "narwhal.engine.probes",
+      "narwhal.engine.readmissions");
+
+  /** Keeps the series of the engines listed and drops every other engine's (removed by a reload). */
+  void retain(List<String> iids) {
+    for (String name : ENGINE_SERIES) {
+      registry.find(name).meters().stream().filter(m -> !iids.contains(m.getId().getTag("iid"))).forEach(registry::remove);
+    }
+  }
+
   private void gauge(String name, String description, String iid, EngineState state) {
     Gauge.builder(name, book, b -> b.state(iid).filter(s -> s == state).isPresent() ? 1 : 0).description(description)
         .tag("iid", iid).register(registry);

@@ -8,6 +8,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.SharedData;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.LegOutcome;
+import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 
 import java.util.List;
@@ -82,6 +83,7 @@ public final class BreakerVerticle extends VerticleBase {
         vertx.eventBus().<JsonObject>consumer(Addresses.ADMIN, admin::handle),
         vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> {
           NarwhalConfig reloaded = config.get();
+          metrics.retain(reloaded.engines().stream().map(EngineConfig::iid).toList());
           reloaded.engines().forEach(e -> metrics.track(e.iid()));
           intake.step(() -> book.reconfigure(reloaded.engines(), reloaded.recovery(), reloaded.engineContract() != null));
           arm(reloaded);

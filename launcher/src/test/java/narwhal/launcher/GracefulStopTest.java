@@ -26,7 +26,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -192,12 +191,49 @@ class GracefulStopTest {
     clock.end("serving.graceful_timeout_s");
     ClusterHarness.await(stopped);
     assertTrue(said.stream().anyMatch(l -> l.contains("graceful timeout: 1 request(s) still in flight are cut")), String.valueOf(said));
-    assertNotEquals(200, slow.transform(ar -> Future.succeededFuture(ar.succeeded() ? ar.result().status() : -1))
-        .toCompletionStage().toCompletableFuture().get().intValue(), "the request past the timeout was cut");
+    Reply cut = ClusterHarness.await(slow);
+    assertEquals(503, cut.status(), "the request past the timeout was cut: " + cut.body());
+    assertEquals("shutting_down", cut.json().getJsonObject("error").getString("type"), cut.body());
+    assertTrue(cut.json().getJsonObject("error").getString("message").contains("serving.graceful_timeout_s"), cut.body());
     List<JsonObject> rows = journalRows();
     assertEquals(1, rows.size(), rows.toString());
-    assertEquals("cancelled", rows.get(0).getString("terminal"), "a cut request is no evidence against its engines: " + rows);
-    assertTrue(rows.get(0).getJsonArray("attempt_failures").isEmpty(), rows.toString());
+    assertEquals("failed", rows.get(0).getString("terminal"), "a cut request is journaled as cut, not as a disconnect: " + rows);
+    assertEquals("graceful_timeout", rows.get(0).getString("reason"), rows.toString());
+    assertEquals(503, rows.get(0).getInteger("status"), rows.toString());
+    assertTrue(rows.get(0).getJsonArray("attempt_failures").isEmpty(), "no evidence against its engines: " + rows);
+  }
+
+  @Test
+  void aStreamPastTheGracefulTimeoutEndsWithATerminalErrorEvent() throws Exception {
+    NarwhalNode node = ClusterHarness.await(NarwhalNode.start(fleet(20, 0, 200), NarwhalNode.PreflightMode.SKIP, line -> { }));
+    Promise<Void> firstChunk = Promise.promise();
+    StringBuilder streamed = new StringBuilder();
+    RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setHost("127.0.0.1").setPort(node.port())
+        .setURI("/v1/completions").putHeader("content-type", "application/json");
+    Future<Integer> stream = Future.future(p -> context.runOnContext(v -> http.request(options)
+        .compose(req -> req.send(completion(50).put("stream", true).toBuffer()))
+        .compose(resp -> {
+          resp.handler(b -> {
+            streamed.append(b);
+            firstChunk.tryComplete();
+          });
+          return resp.end().map(resp.statusCode());
+        }).onComplete(p)));
+    ClusterHarness.await(firstChunk.future());
+    ManualClock clock = new ManualClock();
+    Future<Void> stopped = node.shutdown(line -> { }, clock);
+    clock.end("serving.graceful_timeout_s");
+    assertEquals(200, ClusterHarness.await(stream).intValue(), "the stream was committed before the stop");
+    ClusterHarness.await(stopped);
+    String[] events = streamed.toString().trim().split("\n\n");
+    JsonObject last = new JsonObject(events[events.length - 1].substring("data: ".length()));
+    assertEquals("shutting_down", last.getJsonObject("error").getString("type"), streamed.toString());
+    assertEquals(503, last.getJsonObject("error").getInteger("code"), streamed.toString());
+    assertFalse(streamed.toString().contains("[DONE]"), "a cut stream is not a finished one: " + streamed);
+    List<JsonObject> rows = journalRows();
+    assertEquals(1, rows.size(), rows.toString());
+    assertEquals("failed", rows.get(0).getString("terminal"), rows.toString());
+    assertEquals("graceful_timeout", rows.get(0).getString("reason"), rows.toString());
   }
 
   @AfterEach

@@ -147,7 +147,15 @@ class HotReloadTest {
 
     sims.values().forEach(s -> s.faults().clear());
     Files.writeString(fleetFile, fleet(0.4, "P0", "D1").encodePrettily());
+    assertTrue(call("GET", "/metrics", null).body().contains("iid=\"D0\""), "a listed engine has its series");
     await(stateIs("D0", "absent"), "D0 removed");
+    await(() -> {
+      try {
+        return !call("GET", "/metrics", null).body().contains("iid=\"D0\"");
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    }, "the removed engine's series are dropped");
     assertEquals(200, call("POST", "/v1/completions", completion(false)).statusCode());
   }
 }

@@ -183,8 +183,14 @@ final class LoadReadings {
         });
   }
 
-  /** Registers every engine's reading counters at zero (a series exists from start). */
+  /** Registers every engine's reading counters at zero (a series exists from start); drops removed engines' counters. */
   void track(List<EngineConfig> engines) {
+    reads.entrySet().removeIf(entry -> {
+      String iid = entry.getKey().substring(0, entry.getKey().lastIndexOf('/'));
+      if (engines.stream().anyMatch(e -> e.iid().equals(iid))) return false;
+      registry.remove(entry.getValue());
+      return true;
+    });
     engines.forEach(e -> {
       counter(e.iid(), true);
       counter(e.iid(), false);

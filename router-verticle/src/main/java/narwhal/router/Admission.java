@@ -3,6 +3,8 @@ package narwhal.router;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -11,7 +13,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * counts from its admission to its lifecycle's terminal outcome, whatever reservations it holds between its legs.
  * Draining: readiness is false but requests are still admitted, so the balancer's health check takes the replica
  * out first. Closed: new requests are refused as {@code shutting_down}; {@link #idle} completes when the last
- * request in flight has ended. Thread-safe: the count and the closed flag are one atomic word.
+ * request in flight has ended; {@link #cutAll} ends those still running when the graceful timeout is over. Thread-safe:
+ * the count and the closed flag are one atomic word.
  */
 final class Admission {
   /** What {@link #admit} decided. */
@@ -20,7 +23,14 @@ final class Admission {
   private static final int CLOSED = 1 << 30;
   private final AtomicInteger state = new AtomicInteger();
   private final Promise<Void> idle = Promise.promise();
+  private final Set<Cuttable> running = ConcurrentHashMap.newKeySet();
   private volatile boolean draining;
+
+  /** An admitted request that the end of a graceful stop can end with its terminal outcome ({@link #cutAll}). */
+  interface Cuttable {
+    /** Ends the request as cut by the stop; called from any thread, idempotent. */
+    void cut();
+  }
 
   /** Counts the request in when the replica is open and under {@code limit}. */
   Verdict admit(int limit) {
@@ -32,6 +42,25 @@ final class Admission {
   /** An admitted request has reached its terminal outcome. */
   void finished() {
     if (state.decrementAndGet() == CLOSED) idle.tryComplete();
+  }
+
+  /** {@code request} runs until {@link #untrack}: a stop past its graceful timeout cuts it. */
+  void track(Cuttable request) {
+    running.add(request);
+  }
+
+  void untrack(Cuttable request) {
+    running.remove(request);
+  }
+
+  /** The graceful timeout is over: every request still running ends now, with its journal row; returns how many. */
+  int cutAll() {
+    int n = 0;
+    for (Cuttable request : running) {
+      request.cut();
+      n++;
+    }
+    return n;
   }
 
   /** Readiness turns false; requests are still admitted. */

@@ -79,6 +79,15 @@ record EdgeError(int status, String type, String message, String param, Object c
         "shutting_down", true);
   }
 
+  /**
+   * The replica's graceful stop ended ({@code serving.graceful_timeout_s}) while the request was still running: it is cut
+   * with this error (or, once output was streamed, this terminal event). No evidence against any engine.
+   */
+  public static EdgeError graceExpired() {
+    return new EdgeError(503, "shutting_down", "this router replica stopped before the request finished "
+        + "(serving.graceful_timeout_s); retry on another replica", null, null, "graceful_timeout", false);
+  }
+
   public static EdgeError standby() {
     return new EdgeError(503, "standby", "the fleet is held for a whole-wave restart", null, null, "fleet_hold", true);
   }

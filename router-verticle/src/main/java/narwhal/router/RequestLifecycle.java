@@ -1,5 +1,6 @@
 package narwhal.router;
 
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.eventbus.ReplyException;
@@ -36,7 +37,7 @@ import java.util.concurrent.CancellationException;
  * journal row; every ending goes through {@link #finish}, which releases everything exactly once.
  * Confined to the event loop of the client's connection.
  */
-final class RequestLifecycle {
+final class RequestLifecycle implements Admission.Cuttable {
   private final RouterContext ctx;
   private final NarwhalConfig cfg;
   private final InferenceRequest request;
@@ -49,6 +50,7 @@ final class RequestLifecycle {
   private final List<JsonObject> attemptFailures = new ArrayList<>();
   private final Promise<Void> cancelLegs = Promise.promise();
   private final long deadlineNanos;
+  private Context context;
   private long deadlineTimer = -1;
   private long backoffTimer = -1;
   private int attempt;
@@ -118,6 +120,8 @@ final class RequestLifecycle {
   }
 
   void start() {
+    context = ctx.vertx().getOrCreateContext();
+    ctx.admission().track(this);
     deadlineTimer = ctx.vertx().setTimer(Math.max(1, remainingMs()), t -> expire());
     request.response().closeHandler(v -> cancelled());
     runAttempt();
@@ -366,6 +370,17 @@ final class RequestLifecycle {
     finish("expired", error.reason(), error.status(), error.type());
   }
 
+  @Override
+  public void cut() {
+    context.runOnContext(v -> {
+      if (done) return;
+      EdgeError error = EdgeError.graceExpired();
+      sink.fail(error);
+      ctx.metrics().failed(error.reason());
+      finish("failed", error.reason(), error.status(), error.type());
+    });
+  }
+
   private void cancelled() {
     if (done) return;
     ctx.metrics().cancelled();
@@ -405,6 +420,7 @@ final class RequestLifecycle {
     if (firstByteNanos >= 0) ctx.metrics().firstByte(firstByteNanos);
     trace.finished(terminal, reason, status, errorType, attempt);
     ctx.journal().append(journalRow(terminal, reason, status, errorType));
+    ctx.admission().untrack(this);
     onFinish.run();
   }
 

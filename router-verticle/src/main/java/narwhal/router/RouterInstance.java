@@ -78,16 +78,19 @@ final class RouterInstance extends VerticleBase {
   }
 
   /**
-   * Stops listening and lets requests in flight finish for up to {@code serving.graceful_timeout_s}; a replica whose stop
-   * sequence already waited for them ({@link RouterVerticle#refuseNew}) closes what is left at once.
+   * Stops listening and lets requests in flight finish for up to {@code serving.graceful_timeout_s} (a replica whose stop
+   * sequence already waited for them, {@link RouterVerticle#refuseNew}, does not wait again); then the requests still
+   * running are cut ({@link Admission#cutAll}): each ends with its terminal error and journal row, as
+   * {@code graceful_timeout}, before its connection and engine legs close. Ending them first matters: a closed client
+   * connection would journal them as disconnects, closed engine legs as engine faults.
    */
   @Override
   public Future<?> stop() {
     long graceMs = shared.admission().closed() ? 0 : config.get().serving().gracefulTimeoutMs();
-    Future<Void> closed = server == null ? Future.succeededFuture() : server.shutdown(graceMs, TimeUnit.MILLISECONDS);
-    // the requests the shutdown cut end as cancelled (their client connection closed) before their engine legs lose
-    // the client: closing it first would fail them as engine faults, evidence against engines that did nothing wrong
-    return closed.compose(v -> {
+    if (server == null) return engines == null ? Future.succeededFuture() : engines.close();
+    long cutTimer = vertx.setTimer(Math.max(1, graceMs), t -> shared.admission().cutAll());
+    return server.shutdown(graceMs + CUT_REQUESTS_WAIT_MS, TimeUnit.MILLISECONDS).compose(v -> {
+      vertx.cancelTimer(cutTimer);
       shared.admission().close();
       return shared.admission().idle().timeout(CUT_REQUESTS_WAIT_MS, TimeUnit.MILLISECONDS).otherwise(err -> {
         LOG.warning(() -> "stopping: " + shared.admission().inFlight() + " cut request(s) did not end; their journal rows are missing");

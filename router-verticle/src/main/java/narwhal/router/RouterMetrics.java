@@ -9,13 +9,16 @@ import narwhal.common.fault.FaultKind;
 import narwhal.common.fault.Phase;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
 
 /**
  * The router's request metrics (docs/metrics.md), named so Prometheus shows {@code narwhal_*}. Label values come
@@ -51,6 +54,8 @@ final class RouterMetrics {
   private final Map<String, Map<String, Counter>> attemptFailures = new ConcurrentHashMap<>();
   /** By engine iid, then {@link Phase} ordinal. */
   private final Map<String, AtomicInteger[]> resident = new ConcurrentHashMap<>();
+  /** Engines removed by a reload whose series wait for their last leg to end. */
+  private final Set<String> retired = ConcurrentHashMap.newKeySet();
   /** Why placement chose an engine (narwhal.common.bus.Reservation#reason), per phase. */
   static final List<String> PLACEMENT_REASONS = List.of("prefix", "session", "spill", "load", "least_reserved", "only_candidate");
   /** Per phase (ordinal), per reason: looked up per leg without building a key. */
@@ -89,9 +94,23 @@ final class RouterMetrics {
     track(engines);
   }
 
-  /** Registers the per-engine series of engines (idempotent; new engines after a reload). */
+  /**
+   * Registers the per-engine series of engines (idempotent; new engines after a reload); an engine no longer listed
+   * keeps its series until its last leg has ended, then they are dropped.
+   */
   public void track(List<EngineConfig> engines) {
+    Set<String> listed = engines.stream().map(EngineConfig::iid).collect(Collectors.toSet());
+    retired.removeAll(listed);
+    resident.keySet().stream().filter(iid -> !listed.contains(iid)).forEach(retired::add);
+    List.copyOf(retired).forEach(this::dropIfIdle);
     engines.forEach(e -> cached(resident, e.iid(), this::residentGauges));
+  }
+
+  private void dropIfIdle(String iid) {
+    AtomicInteger[] byPhase = resident.get(iid);
+    if (!retired.contains(iid) || byPhase == null || Arrays.stream(byPhase).anyMatch(n -> n.get() != 0)) return;
+    resident.remove(iid);
+    registry.find("narwhal.resident.requests").tag("iid", iid).meters().forEach(registry::remove);
   }
 
   private Counter counter(String name, String description) {
@@ -201,7 +220,7 @@ final class RouterMetrics {
 
   /** A reservation taken (+1) or released (−1) on an engine for a phase. */
   public void resident(String iid, Phase phase, int delta) {
-    residentGauge(iid, phase).addAndGet(delta);
+    if (residentGauge(iid, phase).addAndGet(delta) == 0 && !retired.isEmpty()) dropIfIdle(iid);
   }
 
   public MeterRegistry registry() {

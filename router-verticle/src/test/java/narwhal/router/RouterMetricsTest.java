@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Meters cached per tag set count into the very series the registry exports, including ones first seen late. */
@@ -61,5 +62,20 @@ class RouterMetricsTest {
     assertEquals(1, registry.get("narwhal.resident.requests").tags("iid", "P0", "phase", "prefill").gauge().value());
     assertEquals(0, registry.get("narwhal.resident.requests").tags("iid", "P0", "phase", "decode").gauge().value());
     assertEquals(1, registry.get("narwhal.resident.requests").tags("iid", "D9", "phase", "decode").gauge().value());
+  }
+
+  @Test
+  void aRemovedEnginesSeriesAreDroppedOnceItsLastLegEnds() {
+    metrics.resident("P0", Phase.DECODE, 1);
+    metrics.track(List.of(new EngineConfig("P1", "http://127.0.0.1:9/p1", Role.PREFILL, "", "")));
+    assertTrue(registry.scrape().contains("iid=\"P0\""), "a leg is still on the removed engine");
+    metrics.resident("P0", Phase.DECODE, -1);
+    String text = registry.scrape();
+    assertFalse(text.contains("iid=\"P0\""), text);
+    assertTrue(text.contains("narwhal_resident_requests{iid=\"P1\",phase=\"prefill\"} 0.0"), text);
+    metrics.track(List.of(new EngineConfig("P0", "http://127.0.0.1:9/p0", Role.PREFILL, "", "")));
+    metrics.resident("P0", Phase.PREFILL, 1);
+    assertTrue(registry.scrape().contains("narwhal_resident_requests{iid=\"P0\",phase=\"prefill\"} 1.0"),
+        "an engine listed again counts into a series again");
   }
 }
