@@ -36,6 +36,7 @@ final class DemoCommand implements Callable<Integer> {
       System.out.println("  ./narwhal admin state        (admin commands other than state need $" + config.admin().tokenEnv() + ")");
     }
     System.out.println("Ctrl-C stops it.");
-    return ServeOptions.serveUntilStopped(node);
+    // one replica, no balancer in front: Ctrl-C stops at once (a clustered demo node may sit behind one)
+    return ServeOptions.serveUntilStopped(node, config.cluster().enabled());
   }
 }

@@ -190,6 +190,8 @@ public final class NarwhalNode {
    * When a wait of the stop sequence is over: {@code key} is the config key that sets it, {@code ms} its value. The
    * replica uses Vert.x timers; tests end the waits themselves.
    */
+  private static final String DRAIN_DELAY = "serving.drain_delay_s";
+
   interface StopClock {
     Future<Void> after(String key, long ms);
   }
@@ -203,15 +205,27 @@ public final class NarwhalNode {
    * Idempotent.
    */
   public Future<Void> shutdown(Consumer<String> out) {
-    return shutdown(out, (key, ms) -> vertx.timer(ms, TimeUnit.MILLISECONDS).mapEmpty());
+    return shutdown(out, true);
   }
 
-  synchronized Future<Void> shutdown(Consumer<String> out, StopClock clock) {
+  /**
+   * As {@link #shutdown(Consumer)}; {@code drain} false skips {@code serving.drain_delay_s}, for a router no load balancer
+   * sends to (the single-node demo): there is nobody to take it out of rotation first.
+   */
+  public Future<Void> shutdown(Consumer<String> out, boolean drain) {
+    return shutdown(out, (key, ms) -> vertx.timer(ms, TimeUnit.MILLISECONDS).mapEmpty(), drain);
+  }
+
+  Future<Void> shutdown(Consumer<String> out, StopClock clock) {
+    return shutdown(out, clock, true);
+  }
+
+  synchronized Future<Void> shutdown(Consumer<String> out, StopClock clock, boolean drain) {
     if (stopping != null) return stopping;
     Promise<Void> stopped = Promise.promise();
     stopping = stopped.future();
     ServingConfig serving = config.get().serving();
-    Future<Integer> waited = router == null ? Future.succeededFuture(0) : drainThenRefuse(out, clock, serving);
+    Future<Integer> waited = router == null ? Future.succeededFuture(0) : drainThenRefuse(out, clock, serving, drain);
     waited
         .compose(left -> {
           if (left > 0) out.accept("narwhal: graceful timeout: " + left + " request(s) still in flight are cut");
@@ -224,12 +238,12 @@ public final class NarwhalNode {
   }
 
   /** Draining, then refusing; completes with the number of requests still in flight when the graceful timeout ended. */
-  private Future<Integer> drainThenRefuse(Consumer<String> out, StopClock clock, ServingConfig serving) {
+  private Future<Integer> drainThenRefuse(Consumer<String> out, StopClock clock, ServingConfig serving, boolean drain) {
     router.drain();
     Future<Void> delay = Future.succeededFuture();
-    if (serving.drainDelayMs() > 0) {
+    if (drain && serving.drainDelayMs() > 0) {
       out.accept("narwhal: draining: /ready answers 503; new requests are still served for " + serving.drainDelayS() + " s");
-      delay = clock.after("serving.drain_delay_s", serving.drainDelayMs());
+      delay = clock.after(DRAIN_DELAY, serving.drainDelayMs());
     }
     return delay.compose(v -> {
       int inFlight = router.refuseNew();

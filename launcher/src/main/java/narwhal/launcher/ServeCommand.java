@@ -17,6 +17,6 @@ final class ServeCommand implements Callable<Integer> {
     NarwhalConfig config = options.config();
     NarwhalNode node = options.start(config);
     System.out.println("narwhal serving " + String.join(", ", config.models()) + " on port " + node.port() + "; " + node.describe());
-    return ServeOptions.serveUntilStopped(node);
+    return ServeOptions.serveUntilStopped(node, true);
   }
 }

@@ -32,9 +32,12 @@ final class ServeOptions {
     return node;
   }
 
-  /** Serves until SIGTERM or Ctrl-C, then stops gracefully. */
-  static int serveUntilStopped(NarwhalNode node) {
-    Blocking.parkUntilInterrupted(() -> Blocking.await(node.shutdown(System.out::println)));
+  /**
+   * Serves until SIGTERM or Ctrl-C, then stops gracefully; {@code behindBalancer} false skips the drain delay (see
+   * {@link NarwhalNode#shutdown(java.util.function.Consumer, boolean)}).
+   */
+  static int serveUntilStopped(NarwhalNode node, boolean behindBalancer) {
+    Blocking.parkUntilInterrupted(() -> Blocking.await(node.shutdown(System.out::println, behindBalancer)));
     return 0;
   }
 

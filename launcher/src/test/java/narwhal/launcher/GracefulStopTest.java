@@ -236,6 +236,16 @@ class GracefulStopTest {
     assertEquals("graceful_timeout", rows.get(0).getString("reason"), rows.toString());
   }
 
+  @Test
+  void aRouterNoBalancerSendsToSkipsTheDrainDelay() throws Exception {
+    NarwhalNode node = ClusterHarness.await(NarwhalNode.start(fleet(20, 30, 50), NarwhalNode.PreflightMode.SKIP, line -> { }));
+    ManualClock clock = new ManualClock();
+    List<String> said = new CopyOnWriteArrayList<>();
+    ClusterHarness.await(node.shutdown(said::add, clock, false));
+    assertFalse(clock.asked("serving.drain_delay_s"), "the single-node demo stops at once: " + said);
+    assertTrue(said.get(said.size() - 1).startsWith("narwhal: stopped"), String.valueOf(said));
+  }
+
   @AfterEach
   void close() {
     ClusterHarness.await(http.close().eventually(client::close));
