@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.Timer;
 import io.vertx.core.json.JsonObject;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -14,7 +15,9 @@ import java.util.concurrent.TimeUnit;
  * The per-model series of docs/metrics.md: tokens served by kind (as the engine's usage reports them) and the latency
  * histograms operators expect of an LLM server (inter-token latency, time per output token, end to end) and of a
  * disaggregated one (the prefill leg, the handoff's age at decode dispatch, the decode leg's first token), each with
- * fixed buckets suited to its range. The model label is the fleet's configured model, never request data.
+ * fixed buckets suited to its range. The model label is bounded: every configured model's series exist (at zero) from
+ * start and from the reload that adds it; an adapter's once placement has accepted a request for it (an engine lists
+ * it); a name a client made up never becomes a label.
  */
 final class ModelMetrics {
   static final String PROMPT = "prompt";
@@ -33,12 +36,17 @@ final class ModelMetrics {
   private final MeterRegistry registry;
   private final Map<String, Model> models = new ConcurrentHashMap<>();
 
-  ModelMetrics(MeterRegistry registry, String model) {
+  ModelMetrics(MeterRegistry registry, List<String> configured) {
     this.registry = registry;
-    of(model);
+    register(configured);
   }
 
-  /** The series of {@code model}, registered (at zero) on first use. */
+  /** Registers the series of the configured models (at zero), e.g. those a reload added. */
+  void register(List<String> configured) {
+    configured.forEach(this::of);
+  }
+
+  /** The series of {@code model} (one placement accepted), registered (at zero) on first use. */
   Model of(String model) {
     Model m = models.get(model);
     return m != null ? m : models.computeIfAbsent(model, Model::new);

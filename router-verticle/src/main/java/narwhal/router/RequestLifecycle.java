@@ -44,7 +44,9 @@ final class RequestLifecycle implements Admission.Cuttable {
   private final ClientSink sink;
   private final Runnable onFinish;
   private final RequestTrace trace;
-  private final ModelMetrics.Model perModel;
+  /** The series of the model placement accepted for this request; null until it accepted one. */
+  private ModelMetrics.Model perModel;
+  private String acceptedModel;
   private final Set<Reservation> held = new LinkedHashSet<>();
   private final Set<String> excluded = new HashSet<>();
   private final List<JsonObject> attemptFailures = new ArrayList<>();
@@ -116,7 +118,6 @@ final class RequestLifecycle implements Admission.Cuttable {
     this.sink = sink;
     this.onFinish = onFinish;
     this.deadlineNanos = request.arrivedNanos() + cfg.serving().requestTimeoutMs() * 1_000_000;
-    this.perModel = ctx.models().of(cfg.model());
   }
 
   void start() {
@@ -147,7 +148,19 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (done) return Future.failedFuture(new CancellationException());
     return trace.placement(phase, ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid,
             phase == Phase.PREFILL ? request.affinity() : null, request.model()))
-        .onSuccess(held::add), Reservation::iid);
+        .onSuccess(this::held), Reservation::iid);
+  }
+
+  /**
+   * A reservation: placement accepted the request's model (a configured one or an adapter an engine lists), which from
+   * now on labels its per-model series and its journal row; a name no engine serves never becomes a label.
+   */
+  private void held(Reservation reservation) {
+    held.add(reservation);
+    if (acceptedModel == null) {
+      acceptedModel = request.model();
+      perModel = ctx.models().of(acceptedModel);
+    }
   }
 
   /** The first attempt asks whether the request fits the context; a request that does not is refused here. */
@@ -428,6 +441,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     Attempt a = current;
     boolean hasDecode = a != null && a.consumer != null;
     return new JsonObject().put("rid", request.rid()).put("client_rid", request.clientRid())
+        .put("model", acceptedModel)
         .put("arrived", request.arrived().toString()).put("terminal", terminal).put("reason", reason).put("status", status)
         .put("error_type", errorType).put("ttft_s", seconds(ttftNanos)).put("first_byte_s", seconds(firstByteNanos))
         .put("prefill_iid", a == null || a.producer == null ? null : a.producer.iid())

@@ -96,7 +96,7 @@ public final class RouterVerticle extends VerticleBase {
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
-          new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.model()), tracing);
+          new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
@@ -155,6 +155,7 @@ public final class RouterVerticle extends VerticleBase {
     relearner.reloaded(cfg.engines());
     shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     shared.metrics().track(cfg.engines());
+    shared.models().register(cfg.models());
     try {
       shared.access().set(Access.resolve(cfg, env));
     } catch (ConfigException e) {

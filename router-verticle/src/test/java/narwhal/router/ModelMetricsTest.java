@@ -11,7 +11,7 @@ class ModelMetricsTest {
   @Test
   void usageIsCountedByKindIncludingCachedPromptTokens() {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    ModelMetrics metrics = new ModelMetrics(registry, "m");
+    ModelMetrics metrics = new ModelMetrics(registry, java.util.List.of("m"));
     assertEquals(0, count(registry, "m", "cached"), "registered at zero from start");
     metrics.of("m").usage(new JsonObject().put("prompt_tokens", 120).put("completion_tokens", 7).put("total_tokens", 127)
         .put("prompt_tokens_details", new JsonObject().put("cached_tokens", 96)));

@@ -148,6 +148,32 @@ class SeveralModelsTest {
   }
 
   @Test
+  void perModelSeriesAreLabelledWithTheAcceptedModelAndAMadeUpNameCreatesNone() throws Exception {
+    String before = h.get("/metrics").body();
+    for (String model : List.of(RouterHarness.MODEL, MODEL_B)) {
+      assertTrue(before.contains("narwhal_tokens_total{kind=\"prompt\",model=\"" + model + "\"} 0.0"),
+          "every configured model's series at zero from start: " + model);
+    }
+    assertFalse(before.contains("model=\"" + ADAPTER + "\""), "an adapter's series come with its first accepted request");
+    for (String model : List.of(MODEL_B, ADAPTER)) {
+      RouterHarness.Reply reply = h.post("/v1/completions", completion(model, false));
+      assertEquals(200, reply.status(), reply.body());
+      assertEquals(model, h.journalRow(reply.requestId()).getString("model"), "the journal row names the accepted model");
+    }
+    RouterHarness.Reply unknown = h.post("/v1/completions", completion("made/up-model", true));
+    assertEquals(404, unknown.status(), unknown.body());
+    assertNull(h.journalRow(unknown.requestId()).getValue("model"), "placement accepted no model");
+    String after = h.get("/metrics").body();
+    assertFalse(after.contains("made/up-model"), "a made-up name creates no series");
+    for (String model : List.of(MODEL_B, ADAPTER)) {
+      assertTrue(after.contains("narwhal_e2e_latency_seconds_count{model=\"" + model + "\"} 1"), model + ": " + after);
+      assertTrue(after.contains("narwhal_prefill_leg_duration_seconds_count{model=\"" + model + "\"} 1"), model);
+    }
+    assertTrue(after.contains("narwhal_e2e_latency_seconds_count{model=\"" + RouterHarness.MODEL + "\"} 0"),
+        "the adapter's request is not counted under its base model");
+  }
+
+  @Test
   void aReloadAddsAThirdModel() throws Exception {
     String modelC = "third/model-c";
     SimEngine c = RouterHarness.await(SimEngine.start(h.vertx, new SimEngineOptions().setName("BC0").setRole("both")
@@ -169,6 +195,7 @@ class SeveralModelsTest {
       assertEquals(200, served.status(), served.body());
       assertEquals(modelC, served.json().getString("model"));
       assertEquals(Map.of(modelC, 2), modelsSeen(c), "both legs on the third model's engine");
+      assertTrue(h.get("/metrics").body().contains("narwhal_e2e_latency_seconds_count{model=\"" + modelC + "\"} 1"));
       assertEquals(200, h.post("/v1/completions", completion(MODEL_B, false)).status());
     } finally {
       h.config = before;
