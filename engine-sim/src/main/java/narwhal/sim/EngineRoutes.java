@@ -30,8 +30,15 @@ final class EngineRoutes {
     router.post("/v1/chat/completions").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
       .handler(ctx -> inference.handle(ctx, true));
     router.get("/v1/models").handler(ctx -> json(ctx, 200, models(engine)));
+    WholeRoutes whole = new WholeRoutes(engine);
     router.post("/tokenize").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
-      .handler(ctx -> TokenizeRoute.handle(ctx, engine));
+      .handler(ctx -> {
+        whole.remember(ctx);
+        TokenizeRoute.handle(ctx, engine);
+      });
+    router.post("/detokenize").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES)).handler(whole::detokenize);
+    router.post("/v1/embeddings").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES)).handler(whole::embeddings);
+    router.post("/v1/responses").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES)).handler(whole::responses);
     router.get("/health").handler(ctx -> health(ctx, engine));
     router.get("/ping").handler(ctx -> health(ctx, engine));
     router.post("/ping").handler(ctx -> health(ctx, engine));

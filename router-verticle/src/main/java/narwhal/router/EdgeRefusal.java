@@ -35,6 +35,7 @@ final class EdgeRefusal {
     if ("invalid".equals(terminal)) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
     error.send(request.response());
     ctx.journal().append(new JsonObject().put("rid", rid).put("client_rid", request.getHeader("x-request-id"))
+        .put("model", (Object) null).put("endpoint", request.path())
         .put("arrived", arrived.toString()).put("terminal", terminal).put("reason", error.reason()).put("status", error.status())
         .put("error_type", error.type()).put("ttft_s", (Object) null).put("first_byte_s", (Object) null)
         .put("prefill_iid", (Object) null).put("decode_iid", (Object) null)

@@ -97,7 +97,7 @@ final class InferenceHandler implements Handler<RoutingContext> {
   }
 
   /** The body as a JSON object: strictly UTF-8 (no overlong forms, no encoded surrogates), an object at the top. */
-  private static JsonObject parse(Buffer buffer) {
+  static JsonObject parse(Buffer buffer) {
     if (buffer == null || buffer.length() == 0) throw new DecodeException("empty body");
     byte[] bytes = buffer.getBytes();
     if (!Utf8.valid(bytes, 0, bytes.length)) throw new DecodeException("not UTF-8");

@@ -441,7 +441,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     Attempt a = current;
     boolean hasDecode = a != null && a.consumer != null;
     return new JsonObject().put("rid", request.rid()).put("client_rid", request.clientRid())
-        .put("model", acceptedModel)
+        .put("model", acceptedModel).put("endpoint", request.endpoint())
         .put("arrived", request.arrived().toString()).put("terminal", terminal).put("reason", reason).put("status", status)
         .put("error_type", errorType).put("ttft_s", seconds(ttftNanos)).put("first_byte_s", seconds(firstByteNanos))
         .put("prefill_iid", a == null || a.producer == null ? null : a.producer.iid())

@@ -42,9 +42,11 @@ final class RouterInstance extends VerticleBase {
   private static final String RECEIVE_TIMER = "narwhal.receive.timer";
   static final String DRAINING = "draining: this router replica is stopping";
   /** The router's paths and the methods each answers: another method on one of them is a 405 naming these. */
-  static final java.util.Map<String, String> ALLOWED_METHODS = java.util.Map.of("/v1/completions", "POST",
-      "/v1/chat/completions", "POST", "/v1/models", "GET", "/health", "GET", "/ready", "GET", "/metrics", "GET",
-      "/narwhal/state", "GET");
+  static final java.util.Map<String, String> ALLOWED_METHODS = java.util.Map.ofEntries(java.util.Map.entry("/v1/completions", "POST"),
+      java.util.Map.entry("/v1/chat/completions", "POST"), java.util.Map.entry("/v1/models", "GET"), java.util.Map.entry("/health", "GET"),
+      java.util.Map.entry("/ready", "GET"), java.util.Map.entry("/metrics", "GET"), java.util.Map.entry("/narwhal/state", "GET"),
+      java.util.Map.entry("/v1/embeddings", "POST"), java.util.Map.entry("/v1/responses", "POST"),
+      java.util.Map.entry("/tokenize", "POST"), java.util.Map.entry("/detokenize", "POST"));
 
   private final RouterVerticle.Shared shared;
   private final Supplier<NarwhalConfig> config;
@@ -171,6 +173,11 @@ final class RouterInstance extends VerticleBase {
     router.post("/v1/*").handler(this::declaredSize);
     router.post("/v1/completions").handler(body).handler(this::framed).handler(new InferenceHandler(ctx, false));
     router.post("/v1/chat/completions").handler(body).handler(this::framed).handler(new InferenceHandler(ctx, true));
+    for (String path : WholeHandler.ENDPOINTS) {
+      if (!path.startsWith("/v1/")) router.route(path).handler(this::clientKey);
+      if (!path.startsWith("/v1/")) router.post(path).handler(this::declaredSize);
+      router.post(path).handler(body).handler(this::framed).handler(new WholeHandler(ctx, shared.responseOwners(), path));
+    }
     router.get("/v1/models").handler(this::models);
     router.get("/health").handler(rc -> rc.json(new JsonObject().put("status", "ok")));
     router.get("/ready").handler(this::ready);

@@ -33,7 +33,7 @@ public final class RouterVerticle extends VerticleBase {
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
                 Journal journal, RetryBudget retryBudget, Admission admission, Supplier<List<String>> members,
                 UnaryOperator<String> env, AtomicReference<Access> access, AtomicReference<List<String>> restartPending,
-                ModelMetrics models, Tracing tracing) {
+                ModelMetrics models, Tracing tracing, ResponseOwners responseOwners) {
   }
 
   private final Supplier<NarwhalConfig> config;
@@ -96,7 +96,7 @@ public final class RouterVerticle extends VerticleBase {
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
-          new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing);
+          new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());

@@ -147,6 +147,48 @@ public final class EngineClient {
         })).timeout(bound, java.util.concurrent.TimeUnit.MILLISECONDS));
   }
 
+  /**
+   * Opens a request an engine runs whole, not disaggregated ({@code /v1/embeddings}, {@code /tokenize},
+   * {@code /detokenize}, {@code /v1/responses}): the client's body as is to {@code endpoint}. Succeeds with the
+   * engine's answer, paused, once its status and headers arrived within {@code headersTimeoutMs}: a 200, or a 4xx
+   * other than 408/429 (the request's own fault, the engine's own error to pass on). Fails with an
+   * {@link EngineFault} of phase decode from the one taxonomy otherwise, or when {@code cancel} completes first.
+   */
+  public Future<HttpClientResponse> whole(String baseUrl, String endpoint, Buffer body, String requestId, long headersTimeoutMs,
+                                          Future<?> cancel) {
+    return onContext(() -> {
+      Promise<HttpClientResponse> result = Promise.promise();
+      cancel.onComplete(v -> {
+        if (!result.future().isComplete()) result.tryFail(new CancellationException("whole request cancelled"));
+      });
+      long timer = vertx.setTimer(Math.max(1, headersTimeoutMs), t -> result.tryFail(new EngineFault(FaultKind.FIRST_TOKEN_TIMEOUT,
+          Phase.DECODE, "no answer within " + SecondsText.of(headersTimeoutMs) + "s")));
+      http.request(post(baseUrl, endpoint, requestId))
+          .compose(req -> {
+            result.future().onFailure(err -> req.reset());
+            return req.send(body);
+          })
+          .compose(resp -> {
+            FaultKind kind = resp.statusCode() == 200 ? null : FaultKind.ofEngineStatus(resp.statusCode());
+            if (kind == null || kind == FaultKind.ENGINE_REJECTED) {
+              resp.pause();
+              return Future.succeededFuture(resp);
+            }
+            return boundedBody(resp, Phase.DECODE).compose(buf -> Future.<HttpClientResponse>failedFuture(
+                EngineFault.ofStatus(Phase.DECODE, resp.statusCode(), errorMessage(buf), errorObject(buf))));
+          })
+          .onComplete(ar -> {
+            vertx.cancelTimer(timer);
+            if (ar.succeeded()) {
+              if (!result.tryComplete(ar.result())) ar.result().request().reset();
+            } else {
+              result.tryFail(classify(ar.cause(), Phase.DECODE));
+            }
+          });
+      return result.future();
+    });
+  }
+
   public Future<Void> close() {
     return http.close();
   }

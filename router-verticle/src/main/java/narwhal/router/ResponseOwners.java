@@ -1,0 +1,52 @@
+package narwhal.router;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.shareddata.AsyncMap;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Which engine answered which {@code /v1/responses} id: a follow-up naming it as {@code previous_response_id} must go
+ * there, where vLLM keeps the response's state. Kept per replica (the {@value #LOCAL_BOUND} newest ids) and in the
+ * cluster's shared map {@value #MAP} for {@value #TTL_HOURS} hours, so a follow-up that a load balancer sends to another
+ * replica finds its engine too. A lookup that finds nothing (an unknown id, an expired one, the shared map not
+ * answering within {@value #LOOKUP_TIMEOUT_MS} ms) answers null.
+ */
+final class ResponseOwners {
+  static final String MAP = "narwhal.response-owners";
+  static final int LOCAL_BOUND = 100_000;
+  static final int TTL_HOURS = 24;
+  private static final long LOOKUP_TIMEOUT_MS = 1_000;
+
+  private final Map<String, String> local = new LinkedHashMap<>(1024, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+      return size() > LOCAL_BOUND;
+    }
+  };
+
+  /** Records that engine {@code iid} answered response {@code id}; the shared write is fire-and-forget. */
+  void answered(Vertx vertx, String id, String iid) {
+    synchronized (local) {
+      local.put(id, iid);
+    }
+    shared(vertx).onSuccess(map -> map.put(id, iid, TimeUnit.HOURS.toMillis(TTL_HOURS)));
+  }
+
+  /** The engine that answered response {@code id}, or null. */
+  Future<String> owner(Vertx vertx, String id) {
+    String iid;
+    synchronized (local) {
+      iid = local.get(id);
+    }
+    if (iid != null) return Future.succeededFuture(iid);
+    return shared(vertx).compose(map -> map.get(id)).timeout(LOOKUP_TIMEOUT_MS, TimeUnit.MILLISECONDS).otherwise(err -> null);
+  }
+
+  private static Future<AsyncMap<String, String>> shared(Vertx vertx) {
+    return vertx.sharedData().getAsyncMap(MAP);
+  }
+}
