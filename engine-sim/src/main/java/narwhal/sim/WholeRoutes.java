@@ -51,12 +51,18 @@ final class WholeRoutes {
       if (inputs == null || inputs.isEmpty() || inputs.stream().anyMatch(i -> !(i instanceof String))) {
         throw ApiError.badRequest("input: Input should be a valid string or a list of strings", "input");
       }
+      Object format = body.getValue("encoding_format", "float");
+      if (!"float".equals(format) && !"base64".equals(format)) {
+        throw ApiError.badRequest("encoding_format: Input should be 'float' or 'base64'", "encoding_format");
+      }
       JsonArray data = new JsonArray();
       int tokens = 0;
       for (int i = 0; i < inputs.size(); i++) {
         String text = inputs.getString(i);
         tokens += Generator.countTokens(text);
-        data.add(new JsonObject().put("index", i).put("object", "embedding").put("embedding", vector(text)));
+        JsonArray vector = vector(text);
+        data.add(new JsonObject().put("index", i).put("object", "embedding")
+            .put("embedding", "base64".equals(format) ? base64(vector) : vector));
       }
       reply(ctx, 200, new JsonObject().put("id", "embd-" + hex()).put("object", "list")
           .put("created", engine.clock().instant().getEpochSecond()).put("model", model).put("data", data)
@@ -215,6 +221,13 @@ final class WholeRoutes {
     JsonArray out = new JsonArray();
     for (double x : v) out.add(x / Math.sqrt(norm));
     return out;
+  }
+
+  /** vLLM's {@code encoding_format: "base64"}: the floats as little-endian float32, base64-encoded. */
+  private static String base64(JsonArray vector) {
+    java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(vector.size() * 4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    vector.forEach(x -> bytes.putFloat(((Number) x).floatValue()));
+    return java.util.Base64.getEncoder().encodeToString(bytes.array());
   }
 
   private JsonObject body(RoutingContext ctx, String path) {

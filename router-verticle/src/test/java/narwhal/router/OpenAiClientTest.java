@@ -52,6 +52,37 @@ class OpenAiClientTest {
   }
 
   @Test
+  void listsModelsAndGetsEmbeddingsAsTheEngineGivesThem() {
+    List<String> ids = client.models().list().data().stream().map(com.openai.models.models.Model::id).toList();
+    assertEquals(List.of(RouterHarness.MODEL), ids);
+    com.openai.models.embeddings.CreateEmbeddingResponse embedding = client.embeddings().create(
+        com.openai.models.embeddings.EmbeddingCreateParams.builder().model(RouterHarness.MODEL).input("the narwhal").build());
+    io.vertx.core.json.JsonArray direct = h.direct(h.engine("D0"), "/v1/embeddings", new JsonObject().put("model", RouterHarness.MODEL)
+        .put("input", "the narwhal")).json().getJsonArray("data").getJsonObject(0).getJsonArray("embedding");
+    List<Float> vector = embedding.data().get(0).embedding();
+    assertEquals(direct.size(), vector.size());
+    for (int i = 0; i < vector.size(); i++) assertEquals(direct.getDouble(i).floatValue(), vector.get(i));
+  }
+
+  @Test
+  void createsAResponseStreamsOneAndContinuesThroughPreviousResponseId() {
+    com.openai.models.responses.Response first = client.responses().create(com.openai.models.responses.ResponseCreateParams.builder()
+        .model(RouterHarness.MODEL).input("Where do narwhals live?").maxOutputTokens(8L).build());
+    String text = first.output().get(0).asMessage().content().get(0).asOutputText().text();
+    JsonObject direct = h.direct(h.engine("D0"), "/v1/responses", new JsonObject().put("model", RouterHarness.MODEL)
+        .put("input", "Where do narwhals live?").put("max_output_tokens", 8)).json();
+    assertEquals(direct.getJsonArray("output").getJsonObject(0).getJsonArray("content").getJsonObject(0).getString("text"), text);
+
+    StringBuilder streamed = new StringBuilder();
+    try (StreamResponse<com.openai.models.responses.ResponseStreamEvent> stream = client.responses().createStreaming(
+        com.openai.models.responses.ResponseCreateParams.builder().model(RouterHarness.MODEL).input("And what do they eat?")
+            .previousResponseId(first.id()).maxOutputTokens(8L).build())) {
+      stream.stream().forEach(e -> e.outputTextDelta().ifPresent(d -> streamed.append(d.delta())));
+    }
+    assertFalse(streamed.toString().isEmpty(), "the follow-up streamed its text");
+  }
+
+  @Test
   void getsANonStreamingCompletion() {
     Completion completion = client.completions().create(CompletionCreateParams.builder().model(RouterHarness.MODEL)
         .prompt("The narwhal swims under the arctic ice").maxTokens(8).build());

@@ -7,8 +7,15 @@ import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.openai.models.completions.Completion;
 import com.openai.models.completions.CompletionCreateParams;
+import com.openai.models.embeddings.EmbeddingCreateParams;
+import com.openai.models.responses.Response;
+import com.openai.models.responses.ResponseCreateParams;
+import com.openai.models.responses.ResponseStreamEvent;
 
-/** A completion and a streamed chat completion through a Narwhal router, with the official OpenAI Java client. */
+/**
+ * Through a Narwhal router, with the official OpenAI Java client: the models, a completion, a streamed chat completion,
+ * embeddings, a response and its streamed follow-up through {@code previous_response_id}.
+ */
 public final class NarwhalOpenAiExample {
   public static void main(String[] args) {
     String baseUrl = System.getProperty("narwhal.url", "http://localhost:8000/v1");
@@ -25,6 +32,20 @@ public final class NarwhalOpenAiExample {
       System.out.print("chat (streamed):");
       try (StreamResponse<ChatCompletionChunk> stream = client.chat().completions().createStreaming(chat)) {
         stream.stream().forEach(chunk -> chunk.choices().forEach(c -> c.delta().content().ifPresent(System.out::print)));
+      }
+      System.out.println();
+
+      client.models().list().data().forEach(m -> System.out.println("model: " + m.id()));
+      System.out.println("embedding: " + client.embeddings().create(EmbeddingCreateParams.builder()
+          .model("Qwen/Qwen3-0.6B").input("The narwhal is").build()).data().get(0).embedding().size() + " floats");
+
+      Response response = client.responses().create(ResponseCreateParams.builder().model("Qwen/Qwen3-0.6B")
+          .input("Where do narwhals live?").maxOutputTokens(8L).build());
+      System.out.println("response " + response.id() + ":" + response.output().get(0).asMessage().content().get(0).asOutputText().text());
+      System.out.print("follow-up (streamed):");
+      try (StreamResponse<ResponseStreamEvent> stream = client.responses().createStreaming(ResponseCreateParams.builder()
+          .model("Qwen/Qwen3-0.6B").input("And what do they eat?").previousResponseId(response.id()).maxOutputTokens(8L).build())) {
+        stream.stream().forEach(event -> event.outputTextDelta().ifPresent(d -> System.out.print(d.delta())));
       }
       System.out.println();
     } finally {
