@@ -69,6 +69,8 @@ final class WholeRequest implements Admission.Cuttable {
   private Buffer head = Buffer.buffer();
   private String responseId;
   private JsonObject usage;
+  /** The fault of the latest failed attempt: a retry that finds no credit ends the request with it. */
+  private EngineFault lastFault;
 
   WholeRequest(RouterContext ctx, ResponseOwners owners, InferenceRequest request, String previousId, Runnable onFinish) {
     this.ctx = ctx;
@@ -98,6 +100,14 @@ final class WholeRequest implements Admission.Cuttable {
   }
 
   private void runAttempt() {
+    if (attempt > 0 && !ctx.retryBudget().trySpend()) {
+      // the decision saw a credit; another request spent the last one during the backoff: this retry does not run
+      attemptFailures.get(attemptFailures.size() - 1).put("retry_reason", "shared_budget").put("backoff_s", (Object) null);
+      ctx.metrics().retryDenied();
+      end(lastFault);
+      return;
+    }
+    if (attempt > 0) ctx.metrics().retryAttempt();
     int number = ++attempt;
     reserve().compose(r -> send(r, number)).onComplete(ar -> {
       if (ar.failed()) attemptFailed(number, ar.cause());
@@ -120,11 +130,6 @@ final class WholeRequest implements Admission.Cuttable {
   }
 
   private Future<Void> send(Reservation r, int number) {
-    if (number > 1) {
-      if (!ctx.retryBudget().trySpend()) return Future.failedFuture(new EngineFault(FaultKind.ENGINE_ERROR_STATUS, Phase.DECODE,
-          "no retry credit at dispatch"));
-      ctx.metrics().retryAttempt();
-    }
     dispatched = true;
     ctx.metrics().decodeAttempt();
     long headersMs = request.stream() ? cfg.engine().firstTokenTimeoutMs() : Math.max(1, remainingMs());
@@ -224,13 +229,14 @@ final class WholeRequest implements Admission.Cuttable {
     if (done) return;
     if (committed && client.headWritten() && !client.ended()) client.end();
     release();
-    ctx.controlBus().report(LegOutcome.success(r.iid(), Phase.DECODE));
-    if (responseId != null && status == 200) owners.answered(ctx.vertx(), responseId, r.iid());
     if (status != 200) {
+      // the request's own fault (the engine's 4xx, passed on as is): evidence for nothing
       ctx.metrics().invalid();
       finish("invalid", "engine_rejected", status, null);
       return;
     }
+    ctx.controlBus().report(LegOutcome.success(r.iid(), Phase.DECODE));
+    if (responseId != null) owners.answered(ctx.vertx(), responseId, r.iid());
     ModelMetrics.Model perModel = ctx.models().of(acceptedModel);
     if (usage != null) {
       perModel.usage(usage.containsKey("input_tokens") ? new JsonObject().put("prompt_tokens", usage.getValue("input_tokens"))
@@ -268,6 +274,7 @@ final class WholeRequest implements Admission.Cuttable {
     String retryReason = RetryDecision.decide(new RetryDecision.Facts(dispatched, committed, number, maxAttempts, transientFault,
         backoffMs, remainingMs(), ctx.retryBudget().available()));
     boolean retry = RetryDecision.ALLOWED.equals(retryReason);
+    lastFault = fault;
     attemptFailures.add(new JsonObject().put("attempt", number).put("phase", Phase.DECODE.wireName())
         .put("reason", fault.kind().reason()).put("prefill_iid", null).put("decode_iid", r == null ? null : r.iid())
         .put("status", fault.status()).put("transient", transientFault).put("output_started", committed)
@@ -281,6 +288,11 @@ final class WholeRequest implements Admission.Cuttable {
       return;
     }
     if ("shared_budget".equals(retryReason)) ctx.metrics().retryDenied();
+    end(fault);
+  }
+
+  /** Ends the request with an engine fault: no attempt follows. */
+  private void end(EngineFault fault) {
     if (committed) {
       // the stream's status is sent: it ends where it broke, as the engine's own would
       client.reset();
