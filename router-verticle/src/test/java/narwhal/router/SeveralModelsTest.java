@@ -195,7 +195,9 @@ class SeveralModelsTest {
       assertEquals(200, served.status(), served.body());
       assertEquals(modelC, served.json().getString("model"));
       assertEquals(Map.of(modelC, 2), modelsSeen(c), "both legs on the third model's engine");
-      assertTrue(h.get("/metrics").body().contains("narwhal_e2e_latency_seconds_count{model=\"" + modelC + "\"} 1"));
+      h.journalRow(served.requestId());
+      assertTrue(h.get("/metrics").body().contains("narwhal_e2e_latency_seconds_count{model=\"" + modelC + "\"} 1"),
+          "the third model's series");
       assertEquals(200, h.post("/v1/completions", completion(MODEL_B, false)).status());
     } finally {
       h.config = before;
