@@ -95,6 +95,7 @@ public final class HaproxyProcess implements AutoCloseable {
         retries 2
         retry-on conn-failure 503
         option redispatch 1
+        option http-no-delay
       """;
 
   /** The {@code backend routers} section of {@code deploy/haproxy.cfg} without its server lines. */
