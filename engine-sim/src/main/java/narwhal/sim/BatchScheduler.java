@@ -81,6 +81,7 @@ final class BatchScheduler {
   private double owedMs;
   private double simulatedMs;
   private volatile long steps;
+  private volatile double slowdown = 1;
 
   BatchScheduler(Vertx vertx, SimEngineOptions options) {
     this.vertx = vertx;
@@ -112,6 +113,15 @@ final class BatchScheduler {
       waiting.remove(seq);
     }
     kick();
+  }
+
+  /** Multiplies the cost of every later step ({@code POST /sim/slowdown}): 1 is the latency model as configured. */
+  void slowDown(double factor) {
+    slowdown = factor;
+  }
+
+  double slowdown() {
+    return slowdown;
   }
 
   /** Engine steps run so far. */
@@ -201,8 +211,8 @@ final class BatchScheduler {
         prefillsStarted++;
       }
     }
-    return options.getItlMs() + options.getItlPerRunningMs() * batch.size()
-      + options.getTtftPerPromptTokenMs() * prefillTokens + options.getTtftBaseMs() * prefillsStarted;
+    return slowdown * (options.getItlMs() + options.getItlPerRunningMs() * batch.size()
+      + options.getTtftPerPromptTokenMs() * prefillTokens + options.getTtftBaseMs() * prefillsStarted);
   }
 
   private void complete(List<Sequence> batch, double ms) {

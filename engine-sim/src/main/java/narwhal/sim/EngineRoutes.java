@@ -60,6 +60,7 @@ final class EngineRoutes {
       json(ctx, 200, new JsonArray());
     });
     router.get("/sim/stats").handler(ctx -> json(ctx, 200, engine.stats()));
+    router.post("/sim/slowdown").handler(BodyHandler.create().setBodyLimit(1 << 10)).handler(ctx -> slowDown(ctx, engine));
 
     router.errorHandler(404, ctx -> json(ctx, 404, new JsonObject().put("detail", "Not Found")));
     router.errorHandler(405, ctx -> json(ctx, 405, new JsonObject().put("detail", "Method Not Allowed")));
@@ -84,6 +85,23 @@ final class EngineRoutes {
 
   private static void health(RoutingContext ctx, SimEngine engine) {
     ctx.response().setStatusCode(engine.faults().healthDown() ? 503 : 200).end();
+  }
+
+  /** {@code {"factor": F}}: every later step costs F times the latency model's (1 to 1000; 1 restores it). */
+  private static void slowDown(RoutingContext ctx, SimEngine engine) {
+    Object factor;
+    try {
+      factor = ctx.body().asJsonObject().getValue("factor");
+    } catch (RuntimeException e) {
+      factor = null;
+    }
+    try {
+      if (!(factor instanceof Number n)) throw new IllegalArgumentException("body must be {\"factor\": a number from 1 to 1000}");
+      engine.slowDown(n.doubleValue());
+      json(ctx, 200, new JsonObject().put("factor", engine.slowdown()));
+    } catch (IllegalArgumentException e) {
+      json(ctx, 400, ApiError.badRequest(e.getMessage(), "factor").toJson());
+    }
   }
 
   private static void addFaults(RoutingContext ctx, SimEngine engine) {

@@ -104,6 +104,22 @@ public final class SimEngine {
     log.clear();
   }
 
+  /**
+   * A slower engine from now on (a fault: a throttled or shared GPU): every later batch step costs {@code factor} times
+   * what the latency model says. 1 restores it; with the zero latency model nothing changes.
+   */
+  public void slowDown(double factor) {
+    if (!(factor >= 1 && factor <= 1000)) {
+      throw new IllegalArgumentException("slowdown factor " + factor + ": expected a number from 1 to 1000");
+    }
+    scheduler.slowDown(factor);
+  }
+
+  /** The step-cost factor {@link #slowDown} set (1: none). */
+  public double slowdown() {
+    return scheduler.slowdown();
+  }
+
   /** The engine's fault rules; changes apply to the next requests. */
   public FaultPlan faults() {
     return faults;

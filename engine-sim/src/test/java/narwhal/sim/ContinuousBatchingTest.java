@@ -108,6 +108,23 @@ class ContinuousBatchingTest {
   }
 
   @Test
+  void aSlowedDownEngineTakesTheFactorTimesLongerPerStepUntilRestored(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setTtftPerPromptTokenMs(0.1).setPrefixCaching(false)).await();
+    SimClient http = new SimClient(vertx);
+    String prompt = PrefixCacheTest.words("w", 100);
+    assertEquals(200, post(http, engine, SimClient.completion(prompt).put("max_tokens", 1), "before").await().status);
+    assertEquals(200, http.post(engine, "/sim/slowdown", new JsonObject().put("factor", 5)).status);
+    assertEquals(200, post(http, engine, SimClient.completion(prompt).put("max_tokens", 1), "slowed").await().status);
+    assertEquals(400, http.post(engine, "/sim/slowdown", new JsonObject().put("factor", 0.5)).status);
+    assertEquals(400, http.post(engine, "/sim/slowdown", new JsonObject().put("speed", 2)).status);
+    assertEquals(200, http.post(engine, "/sim/slowdown", new JsonObject().put("factor", 1)).status);
+    assertEquals(200, post(http, engine, SimClient.completion(prompt).put("max_tokens", 1), "restored").await().status);
+    assertEquals(100 * 0.1, logged(engine, "before").getDouble("sim_ttft_ms"), 1e-9);
+    assertEquals(5 * 100 * 0.1, logged(engine, "slowed").getDouble("sim_ttft_ms"), 1e-9);
+    assertEquals(100 * 0.1, logged(engine, "restored").getDouble("sim_ttft_ms"), 1e-9);
+  }
+
+  @Test
   void metricsCarryVllmHistogramsThatCountEveryRequest(Vertx vertx) {
     SimEngine engine = SimEngine.start(vertx, new SimEngineOptions()).await();
     SimClient http = new SimClient(vertx);
