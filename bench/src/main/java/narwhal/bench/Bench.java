@@ -22,6 +22,7 @@ public final class Bench {
     register(new PropagationScenario());
     register(new ReplicaKillScenario());
     register(new RollingRestartScenario());
+    register(new PlacementScenario());
   }
 
   private Bench() {

@@ -8,6 +8,7 @@ import io.vertx.core.http.HttpClientAgent;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.PoolOptions;
 
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -17,7 +18,8 @@ import java.util.function.Consumer;
 /**
  * The load generator: its own Vert.x instance (two event loops), HTTP clients with large pools, and two
  * shapes of load. {@link #closedLoop} keeps N requests in flight back to back (warm-up, then a measured
- * window); {@link #ramp} opens streams at a fixed rate up to a total and lets each run to its end. The
+ * window); {@link #ramp} opens streams at a fixed rate up to a total and lets each run to its end;
+ * {@link #openLoop} starts requests at Poisson arrival times, whether or not earlier ones have ended. The
  * command-line thread waits for a phase to finish; the requests themselves run on the event loops.
  */
 public final class LoadGenerator implements AutoCloseable {
@@ -129,6 +131,40 @@ public final class LoadGenerator implements AutoCloseable {
       if (started[0] >= total) vertx.cancelTimer(id);
     }));
     await(finished, maxS);
+    return stats;
+  }
+
+  /**
+   * Open loop: requests arrive as a Poisson process of {@code perSecond} (exponential gaps from {@code seed}) for
+   * {@code seconds}, each started at its arrival time (checked every 2 ms) whatever is still running, then waits (at
+   * most {@code drainS}) for the last to end. Only exchanges that started {@code measureFromS} or later count.
+   */
+  public RunStats openLoop(String label, double perSecond, double seconds, double drainS, Work work, long seed, double measureFromS) {
+    java.util.Random random = new java.util.Random(seed);
+    List<Long> arrivals = new java.util.ArrayList<>();
+    for (double t = -Math.log(1 - random.nextDouble()) / perSecond; t < seconds; t += -Math.log(1 - random.nextDouble()) / perSecond) {
+      arrivals.add((long) (t * 1e9));
+    }
+    long t0 = System.nanoTime();
+    long from = t0 + (long) (measureFromS * 1e9);
+    RunStats stats = new RunStats(label);
+    CountDownLatch finished = new CountDownLatch(arrivals.size());
+    int[] started = {0};
+    Context ctx = vertx.getOrCreateContext();
+    ctx.runOnContext(v -> vertx.setPeriodic(2, id -> {
+      long now = System.nanoTime() - t0;
+      while (started[0] < arrivals.size() && arrivals.get(started[0]) <= now) {
+        started[0]++;
+        inFlight.incrementAndGet();
+        work.start().onComplete(ar -> {
+          inFlight.decrementAndGet();
+          if (ar.succeeded() && ar.result().startNanos() >= from) stats.add(ar.result());
+          finished.countDown();
+        });
+      }
+      if (started[0] >= arrivals.size()) vertx.cancelTimer(id);
+    }));
+    await(finished, seconds + drainS);
     return stats;
   }
 

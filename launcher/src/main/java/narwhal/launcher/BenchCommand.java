@@ -28,12 +28,14 @@ import java.util.concurrent.Callable;
         "  fuzz-edge     R5: malformed and hostile input at the HTTP edge",
         "  propagation   P5: ejection on 1 of 3 clustered replicas, seen by the others",
         "  replica-kill  R3: 3 clustered replicas under load, SIGKILL one",
+        "  rolling-restart R4: 3 replicas behind haproxy, each SIGTERMed and restarted in turn",
+        "  placement     issue 22: placement policies on 4+4 loaded engines: TTFT, cache hits, slow producer",
         "",
         "Results go to bench-results/<scenario>[-smoke].json and .png.",
         "Exit: 0 ran (missed targets are findings), 3 a correctness check failed,",
         "2 unknown scenario, 1 the benchmark itself failed."})
 final class BenchCommand implements Callable<Integer> {
-  @Parameters(index = "0", paramLabel = "SCENARIO", description = "overhead, relay, concurrency, startup, soak, fuzz-edge, propagation, replica-kill")
+  @Parameters(index = "0", paramLabel = "SCENARIO", description = "overhead, relay, concurrency, startup, soak, fuzz-edge, propagation, replica-kill, rolling-restart, placement")
   String scenario;
 
   @Option(names = "--smoke", description = "seconds-long run of the scenario (CI); its figures are not meaningful")
