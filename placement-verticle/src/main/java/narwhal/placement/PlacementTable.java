@@ -20,9 +20,10 @@ import java.util.Set;
  * per phase. Only serving engines whose role permits the phase are candidates; an engine to avoid is passed over
  * whenever another candidate exists. Policies: {@code least_reserved} (fewest of this replica's reservations, ties
  * rotate); {@code load} (lowest load from the engines' own readings plus the legs the cluster sent since, weighted up
- * by failure streaks; an engine without a fresh reading counts as the busiest known, never idle); {@code cache_aware}
- * (as {@code load}, but a prefill with an affinity goes to the first engine in the affinity's rendezvous order whose load
- * is within {@code load_factor} of the mean: the same prefix lands on the same producer on every replica).
+ * by failure streaks that fade over {@link #STREAK_FORGET_MS}; an engine without a fresh reading counts as the busiest
+ * known, never idle); {@code cache_aware} (as {@code load}, but a prefill with a session, or a prefix this replica placed
+ * lately, goes to the first engine in the affinity's rendezvous order whose load is within {@code load_factor} of the
+ * mean: the same prefix lands on the same producer on every replica; a prefix seen for the first time goes by load).
  * A request naming a model has as candidates only the engines serving it: the engine's own {@code model}, or a name
  * (an alias, a LoRA adapter) its last {@code /v1/models} listing holds.
  * Thread-safe: the verticle updates it, routers on any event loop of the node reserve and release through it.
@@ -37,6 +38,16 @@ final class PlacementTable {
   private PlacementConfig settings = PlacementConfig.defaults();
   private int ejectAfter = 3;
   private long nextId;
+  /** How many prefix affinities this replica remembers having placed (least recently placed forgotten first). */
+  static final int RECENT_PREFIXES = 16_384;
+  /** How long a failure streak weighs against an engine: fully at the failure, linearly less, nothing after this. */
+  static final long STREAK_FORGET_MS = 30_000;
+  private final Map<String, Boolean> recentPrefixes = new LinkedHashMap<>(1024, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+      return size() > RECENT_PREFIXES;
+    }
+  };
 
   /** An engine as placement sees it. */
   private static final class Slot {
@@ -53,6 +64,8 @@ final class PlacementTable {
     int othersSent;
     final Map<String, Integer> streaks = new HashMap<>();
     int maxStreak;
+    /** When the streak last grew (the table's clock). */
+    long streakAtMs;
     /** The model cards of the engine's last {@code /v1/models} listing, by id; null until one is read. */
     Map<String, io.vertx.core.json.JsonObject> listed;
 
@@ -151,7 +164,8 @@ final class PlacementTable {
   synchronized void applyStreak(String iid, String failureClass, int streak) {
     Slot slot = slots.get(iid);
     if (slot == null) return;
-    slot.streaks.put(failureClass, Math.max(0, streak));
+    Integer before = slot.streaks.put(failureClass, Math.max(0, streak));
+    if (streak > 0 && (before == null || streak > before)) slot.streakAtMs = clockMs.getAsLong();
     slot.maxStreak = slot.streaks.values().stream().mapToInt(Integer::intValue).max().orElse(0);
   }
 
@@ -189,7 +203,8 @@ final class PlacementTable {
       if (scores == null) {
         chosen = leastReserved(candidates, phase);
         reason = Reservation.LEAST_RESERVED;
-      } else if (affinity != null && phase == Phase.PREFILL && PlacementConfig.CACHE_AWARE.equals(settings.policy())) {
+      } else if (affinity != null && phase == Phase.PREFILL && PlacementConfig.CACHE_AWARE.equals(settings.policy())
+          && placedBefore(affinity)) {
         int index = byAffinity(candidates, scores, affinity);
         chosen = candidates.get(Math.abs(index) - 1);
         reason = index > 0 ? (affinity.startsWith("session:") ? "session" : "prefix") : "spill";
@@ -204,6 +219,17 @@ final class PlacementTable {
     reservations.put(reservation.id(), reservation);
     madeAgainst.put(reservation.id(), chosen.load == null ? 0L : chosen.load.readAtMs());
     return Optional.of(reservation);
+  }
+
+  /**
+   * Whether this replica placed {@code affinity} lately (and remembers it now). A session always counts as placed; a
+   * prefix seen for the first time goes by load: a prompt that shares nothing with any other (most unique prompts)
+   * must not be tied to the producer its hash names, and a shared one is on its rendezvous producer from its second
+   * request on, the same on every replica.
+   */
+  private boolean placedBefore(String affinity) {
+    if (affinity.startsWith("session:")) return true;
+    return recentPrefixes.put(affinity, Boolean.TRUE) != null;
   }
 
   private Slot leastReserved(List<Slot> candidates, Phase phase) {
@@ -242,9 +268,21 @@ final class PlacementTable {
     for (int i = 0; i < scores.length; i++) {
       Slot s = candidates.get(i);
       if (Double.isNaN(scores[i])) scores[i] = busiest + 1 + s.sent + s.othersSent;
-      if (s.maxStreak > 0) scores[i] = (scores[i] + 1) * (1 + 2.0 * s.maxStreak / ejectAfter) - 1;
+      double streak = streakWeight(s, now);
+      if (streak > 0) scores[i] = (scores[i] + 1) * (1 + 2.0 * streak / ejectAfter) - 1;
     }
     return scores;
+  }
+
+  /**
+   * A failure streak's weight now: the streak as it grew, less and less over {@link #STREAK_FORGET_MS}, then nothing.
+   * At low traffic an engine weighed down by one failure may get no request that could succeed and reset its streak;
+   * time lets it back in.
+   */
+  private static double streakWeight(Slot s, long now) {
+    if (s.maxStreak <= 0) return 0;
+    double left = 1 - (double) Math.max(0, now - s.streakAtMs) / STREAK_FORGET_MS;
+    return left <= 0 ? 0 : s.maxStreak * left;
   }
 
   private Slot lowest(List<Slot> candidates, double[] scores, Phase phase) {
@@ -265,18 +303,23 @@ final class PlacementTable {
     double mean = 0;
     for (double v : scores) mean += v;
     double bound = settings.loadFactor() * mean / scores.length + 1;
-    Integer[] order = new Integer[candidates.size()];
-    long[] weights = new long[candidates.size()];
-    for (int i = 0; i < order.length; i++) {
-      order[i] = i;
-      weights[i] = mix(key ^ candidates.get(i).hash);
+    int first = -1;
+    int within = -1;
+    long firstWeight = 0;
+    long withinWeight = 0;
+    for (int i = 0; i < scores.length; i++) {
+      long weight = mix(key ^ candidates.get(i).hash);
+      if (first < 0 || Long.compareUnsigned(weight, firstWeight) > 0) {
+        first = i;
+        firstWeight = weight;
+      }
+      if (scores[i] <= bound && (within < 0 || Long.compareUnsigned(weight, withinWeight) > 0)) {
+        within = i;
+        withinWeight = weight;
+      }
     }
-    java.util.Arrays.sort(order, (a, b) -> Long.compareUnsigned(weights[b], weights[a]));
-    for (int rank = 0; rank < order.length; rank++) {
-      int i = order[rank];
-      if (scores[i] <= bound) return rank == 0 ? i + 1 : -(i + 1);
-    }
-    return -(order[0] + 1);
+    if (within == first) return first + 1;
+    return within < 0 ? -(first + 1) : -(within + 1);
   }
 
   static long fnv1a(String s) {

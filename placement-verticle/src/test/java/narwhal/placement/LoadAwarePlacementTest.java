@@ -94,8 +94,10 @@ class LoadAwarePlacementTest {
     PlacementTable t = table(PlacementConfig.CACHE_AWARE);
     for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
     String affinity = "prefix:abc";
-    String home = place(t, Phase.PREFILL, affinity);
-    assertEquals("prefix", t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow().reason());
+    assertEquals("load", t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow().reason(), "a prefix seen first goes by load");
+    var second = t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow();
+    assertEquals("prefix", second.reason(), "from its second request on, by its rendezvous order");
+    String home = second.iid();
     t.applyLoad(new EngineLoad(home, 40, 10, 0, now.get() + 1, "test", null));
     var spilled = t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow();
     assertNotEquals(home, spilled.iid(), "a loaded producer sheds its prefix to the next in the prefix's order");
@@ -119,6 +121,42 @@ class LoadAwarePlacementTest {
     int again = 0;
     for (int i = 0; i < 12; i++) if ("D1".equals(place(t, Phase.DECODE, null))) again++;
     assertEquals(6, again, "a reset streak weighs nothing");
+  }
+
+  @Test
+  void promptsThatShareNothingArePlacedByLoadNotPiledOnTheProducerTheirHashNames() {
+    PlacementTable t = table(PlacementConfig.CACHE_AWARE);
+    for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
+    java.util.Map<String, Integer> perProducer = new java.util.TreeMap<>();
+    for (int i = 0; i < 12; i++) {
+      String affinity = "prefix:" + Long.toHexString(PlacementTable.fnv1a("unique prompt " + i));
+      perProducer.merge(place(t, Phase.PREFILL, affinity), 1, Integer::sum);
+    }
+    assertEquals(java.util.Map.of("P0", 3, "P1", 3, "P2", 3, "P3", 3), perProducer,
+        "12 unique prompts held at once: 3 on each producer, as by load");
+  }
+
+  @Test
+  void aFailureStreakWeighsLessAsTimePassesAndNothingAfterAWhile() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    t.applyLoad(reading("D0", 0, 0, 0));
+    t.applyLoad(reading("D1", 0, 0, 0));
+    t.applyStreak("D1", "stream", 1);
+    for (int i = 0; i < 6; i++) {
+      var r = t.reserve(Phase.DECODE, Set.of(), null, null).orElseThrow();
+      assertEquals("D0", r.iid(), "one request at a time: the engine with a fresh failure gets none");
+      t.release(r.id());
+    }
+    now.addAndGet(PlacementTable.STREAK_FORGET_MS + 1);
+    t.applyLoad(reading("D0", 0, 0, 0));
+    t.applyLoad(reading("D1", 0, 0, 0));
+    int d1 = 0;
+    for (int i = 0; i < 6; i++) {
+      var r = t.reserve(Phase.DECODE, Set.of(), null, null).orElseThrow();
+      if (r.iid().equals("D1")) d1++;
+      t.release(r.id());
+    }
+    assertEquals(3, d1, "no failure since " + PlacementTable.STREAK_FORGET_MS + " ms: D1 is as good as D0 again, with no success needed");
   }
 
   @Test
