@@ -62,6 +62,8 @@ final class PlacementTable {
      */
     int sent;
     int othersSent;
+    /** This replica's legs on the engine when {@link #load} was applied: the reading's share that is this replica's. */
+    int ownAtReading;
     final Map<String, Integer> streaks = new HashMap<>();
     int maxStreak;
     /** When the streak last grew (the table's clock). */
@@ -135,6 +137,7 @@ final class PlacementTable {
     slot.load = reading;
     slot.sent = 0;
     slot.othersSent = 0;
+    slot.ownAtReading = slot.reserved[Phase.PREFILL.ordinal()] + slot.reserved[Phase.DECODE.ordinal()];
   }
 
   /** The other replicas' legs sent since each engine's reading: {@code {iid: {reading_ms, sent}}} per replica. */
@@ -242,10 +245,12 @@ final class PlacementTable {
   }
 
   /**
-   * Each candidate's load: its reading's running + 2 × waiting requests plus the legs the cluster sent since (for a
-   * decode, scaled up by the KV cache's fill), weighted up by its failure streak. A candidate without a fresh reading
-   * counts as one more than the busiest reading, plus the legs sent to it since: never idle, still used as the others
-   * fill. Null when no candidate has a reading (then reservations decide).
+   * Each candidate's load: this replica's legs on it now (exact: they are its own reservations) plus the other
+   * replicas' share of its reading (running + 2 × waiting requests, less this replica's legs when it was read) and the
+   * legs they sent since (for a decode, scaled up by the KV cache's fill), weighted up by its failure streak. A reading
+   * is up to an interval old: its own legs that ended since are no load, so they are not taken from it. A candidate
+   * without a fresh reading counts as one more than the busiest reading, plus the legs sent to it since: never idle, still used
+   * as the others fill. Null when no candidate has a reading (then reservations decide).
    */
   private double[] scores(List<Slot> candidates, Phase phase) {
     long now = clockMs.getAsLong();
@@ -259,9 +264,9 @@ final class PlacementTable {
         scores[i] = Double.NaN;
         continue;
       }
-      double read = r.running() + 2 * r.waiting();
-      busiest = Math.max(busiest, read);
-      double queue = read + s.sent + s.othersSent;
+      double others = Math.max(0, r.running() + 2 * r.waiting() - s.ownAtReading);
+      busiest = Math.max(busiest, others);
+      double queue = others + s.reserved[Phase.PREFILL.ordinal()] + s.reserved[Phase.DECODE.ordinal()] + s.othersSent;
       scores[i] = phase == Phase.DECODE ? queue * (1 + r.kvUsage()) : queue;
     }
     if (busiest < 0) return null;

@@ -55,6 +55,21 @@ class LoadAwarePlacementTest {
   }
 
   @Test
+  void thisReplicasLegsThatEndedSinceTheReadingAreNoLoad() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    t.applyLoad(reading("D0", 0, 0, 0));
+    t.applyLoad(reading("D1", 0, 0, 0));
+    List<String> legs = new ArrayList<>();
+    for (int i = 0; i < 5; i++) legs.add(t.reserve(Phase.DECODE, Set.of("D1"), null, null).orElseThrow().id());
+    now.addAndGet(1);
+    t.applyLoad(reading("D0", 5, 0, 0));
+    t.applyLoad(reading("D1", 2, 0, 0));
+    legs.forEach(t::release);
+    assertEquals("D0", place(t, Phase.DECODE, null),
+        "D0's five running requests were this replica's and have ended; D1's two belong to another replica");
+  }
+
+  @Test
   void aMissingFailedOrStaleReadingIsUnknownNeverIdle() {
     PlacementTable t = table(PlacementConfig.LOAD);
     t.applyLoad(reading("D0", 3, 0, 0));
@@ -112,8 +127,14 @@ class LoadAwarePlacementTest {
     t.applyLoad(reading("D1", 2, 0, 0));
     t.applyStreak("D1", "stream", 2);
     int d1 = 0;
-    for (int i = 0; i < 12; i++) if ("D1".equals(place(t, Phase.DECODE, null))) d1++;
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      var leg = t.reserve(Phase.DECODE, Set.of(), null, null).orElseThrow();
+      ids.add(leg.id());
+      if ("D1".equals(leg.iid())) d1++;
+    }
     assertTrue(d1 <= 3, "D1, two failures from ejection, got " + d1 + " of 12");
+    ids.forEach(t::release);
     t.applyStreak("D1", "stream", 0);
     now.addAndGet(1);
     t.applyLoad(reading("D0", 2, 0, 0));
