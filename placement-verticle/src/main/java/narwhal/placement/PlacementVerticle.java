@@ -16,6 +16,7 @@ import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.Failures;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.LocalPlacement;
+import narwhal.common.bus.Readiness;
 import narwhal.common.bus.Reservation;
 import narwhal.common.bus.ReserveRequest;
 import narwhal.common.bus.SharedState;
@@ -64,6 +65,8 @@ public final class PlacementVerticle extends VerticleBase {
   /** Read by routers' event loops through {@link Local}. */
   private volatile boolean fleetHold;
   private final Local local = new Local();
+  /** Recomputed on this verticle's context whenever what it depends on changes; read by readiness checks. */
+  private volatile Readiness readiness = Readiness.NO_PLACEMENT;
   private AsyncMap<String, String> shared;
   private long resyncTimer = -1;
 
@@ -112,6 +115,7 @@ public final class PlacementVerticle extends VerticleBase {
           return resync();
         })
         .onSuccess(v -> {
+          refreshReadiness();
           resyncTimer = vertx.setPeriodic(resyncMs, t -> resync().otherwise(err -> null));
           vertx.sharedData().getLocalMap(LocalPlacement.MAP).put(LocalPlacement.KEY, local);
           if (config != null) {
@@ -157,6 +161,11 @@ public final class PlacementVerticle extends VerticleBase {
       table.release(reservation.id());
     }
 
+    @Override
+    public Readiness readiness() {
+      return readiness;
+    }
+
     private Future<Reservation> refused(int code, String message) {
       return Future.failedFuture(new ReplyException(ReplyFailure.RECIPIENT_FAILURE, code, message));
     }
@@ -188,6 +197,7 @@ public final class PlacementVerticle extends VerticleBase {
       versions.remove(iid);
       addedAt.remove(iid);
     });
+    refreshReadiness();
     if (listings != null) listings.arm();
     if (config != null) {
       table.configure(cfg.placement(), cfg.recovery().ejectAfter());
@@ -239,12 +249,12 @@ public final class PlacementVerticle extends VerticleBase {
     FleetHoldEvent hold = FleetHoldEvent.fromJson(body);
     if (hold != null && current(SharedState.FLEET_HOLD_KEY, hold.version())) fleetHold = hold.held();
     EngineStateEvent event = EngineStateEvent.fromJson(body);
-    if (event == null || event.leftoverFor(addedAt.getOrDefault(event.iid(), 0L))) return;
-    if (current(event.iid(), event.version())) {
+    if (event != null && !event.leftoverFor(addedAt.getOrDefault(event.iid(), 0L)) && current(event.iid(), event.version())) {
       boolean entering = event.state() == EngineState.SERVING && table.state(event.iid()).orElse(null) != EngineState.SERVING;
       table.setState(event.iid(), event.state());
       if (entering && listings != null) listings.read(event.iid());
     }
+    refreshReadiness();
   }
 
   /** Whether a version is newer than the one already applied under {@code key}; records it if so. */
@@ -273,7 +283,17 @@ public final class PlacementVerticle extends VerticleBase {
     }
     JsonObject snapshot = new JsonObject().put("engines", engines).put("reservations", table.totalReservations());
     if (loads != null) snapshot.put("placement", new JsonObject().put("policy", table.policy()).put("view", loads.view()));
-    if (fleetHold) return snapshot.put("ready", false).put("reason", "the fleet is held for a whole-wave restart");
+    Readiness now = readiness;
+    if (!now.models().isEmpty()) snapshot.put("models", now.models());
+    snapshot.put("ready", now.ready());
+    return now.ready() ? snapshot : snapshot.put("reason", now.reason());
+  }
+
+  private void refreshReadiness() {
+    if (fleetHold) {
+      readiness = new Readiness(false, "the fleet is held for a whole-wave restart", new JsonObject());
+      return;
+    }
     List<String> models = table.models();
     JsonObject perModel = new JsonObject();
     List<String> reasons = new java.util.ArrayList<>();
@@ -287,8 +307,7 @@ public final class PlacementVerticle extends VerticleBase {
       });
       perModel.put(model, line);
     }
-    snapshot.put("models", perModel);
-    if (models.isEmpty() || reasons.size() < models.size()) return snapshot.put("ready", true);
-    return snapshot.put("ready", false).put("reason", String.join("; ", reasons));
+    boolean ready = models.isEmpty() || reasons.size() < models.size();
+    readiness = new Readiness(ready, ready ? null : String.join("; ", reasons), perModel);
   }
 }

@@ -179,8 +179,8 @@ final class RouterInstance extends VerticleBase {
       router.post(path).handler(body).handler(this::framed).handler(new WholeHandler(ctx, shared.responseOwners(), path));
     }
     router.get("/v1/models").handler(this::models);
-    router.get("/health").handler(rc -> rc.json(new JsonObject().put("status", "ok")));
-    router.get("/ready").handler(this::ready);
+    router.get("/health").handler(rc -> ReadinessAnswer.health(rc.response()));
+    router.get("/ready").handler(rc -> shared.readiness().ready(rc.response()));
     router.get("/metrics").handler(this::opsToken).handler(this::metrics);
     router.get("/narwhal/state").handler(this::opsToken).handler(this::state);
     router.route().last().handler(RouterInstance::unrouted);
@@ -257,22 +257,6 @@ final class RouterInstance extends VerticleBase {
   private void models(RoutingContext rc) {
     ctx.controlBus().models().onComplete(ar -> rc.json(new JsonObject().put("object", "list")
         .put("data", ar.succeeded() ? ar.result() : new JsonArray())));
-  }
-
-  /** Readiness: false at once when the replica drains (it still serves), else what placement says. */
-  private void ready(RoutingContext rc) {
-    if (shared.admission().draining()) {
-      rc.response().setStatusCode(503).putHeader("content-type", "application/json")
-          .end(new JsonObject().put("ready", false).put("reason", DRAINING).encode());
-      return;
-    }
-    ctx.controlBus().state().onComplete(ar -> {
-      boolean ready = ar.succeeded() && ar.result().getBoolean("ready", false);
-      String reason = ar.succeeded() ? ar.result().getString("reason") : "placement is not answering";
-      JsonObject body = new JsonObject().put("ready", ready);
-      if (!ready) body.put("reason", reason);
-      rc.response().setStatusCode(ready ? 200 : 503).putHeader("content-type", "application/json").end(body.encode());
-    });
   }
 
   private void metrics(RoutingContext rc) {

@@ -33,7 +33,7 @@ public final class RouterVerticle extends VerticleBase {
   record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
                 Journal journal, RetryBudget retryBudget, Admission admission, Supplier<List<String>> members,
                 UnaryOperator<String> env, AtomicReference<Access> access, AtomicReference<List<String>> restartPending,
-                ModelMetrics models, Tracing tracing, ResponseOwners responseOwners) {
+                ModelMetrics models, Tracing tracing, ResponseOwners responseOwners, ReadinessAnswer readiness) {
   }
 
   private final Supplier<NarwhalConfig> config;
@@ -49,6 +49,7 @@ public final class RouterVerticle extends VerticleBase {
   private NarwhalConfig lastApplied;
   private FactsRelearner relearner;
   private volatile RouterInstance first;
+  private volatile HealthListener health;
 
   /** @param portOverride the port to listen on instead of {@code server.port}; -1 to use the configured one, 0 for any */
   public RouterVerticle(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, int portOverride) {
@@ -96,7 +97,8 @@ public final class RouterVerticle extends VerticleBase {
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
-          new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners());
+          new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners(),
+          new ReadinessAnswer(admission, vertx));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
@@ -109,7 +111,14 @@ public final class RouterVerticle extends VerticleBase {
       int listenPort = port == 0 ? -ANY_PORT_KEYS.incrementAndGet() : port;
       return vertx.deployVerticle(() -> instance(new RouterInstance(shared, listenPort)),
           new DeploymentOptions().setInstances(cfg.server().eventLoops()));
-    }).recover(err -> closeJournal().eventually(() -> tracing.close(vertx)).transform(x -> Future.failedFuture(err)));
+    }).compose(v -> healthListener(cfg)).recover(err -> closeJournal().eventually(() -> tracing.close(vertx)).transform(x -> Future.failedFuture(err)));
+  }
+
+  /** {@code server.health_port}, when set: its own listener, started once the client port listens. */
+  private Future<Void> healthListener(NarwhalConfig cfg) {
+    if (cfg.server().healthPort() == narwhal.common.config.ServerConfig.NO_HEALTH_PORT) return Future.succeededFuture();
+    return HealthListener.start(cfg.server().host(), cfg.server().healthPort(), shared.readiness())
+        .onSuccess(listener -> health = listener).mapEmpty();
   }
 
   private synchronized RouterInstance instance(RouterInstance instance) {
@@ -123,7 +132,8 @@ public final class RouterVerticle extends VerticleBase {
    */
   @Override
   public Future<?> stop() {
-    return closeJournal().eventually(() -> shared == null ? Future.succeededFuture() : shared.tracing().close(vertx));
+    Future<Void> healthClosed = health == null ? Future.succeededFuture() : health.close(context);
+    return healthClosed.eventually(this::closeJournal).eventually(() -> shared == null ? Future.succeededFuture() : shared.tracing().close(vertx));
   }
 
   private Future<Void> closeJournal() {
@@ -192,5 +202,10 @@ public final class RouterVerticle extends VerticleBase {
   /** The port the router listens on. */
   public int actualPort() {
     return first.actualPort();
+  }
+
+  /** The port {@code /health} and {@code /ready} have of their own ({@code server.health_port}), or -1 when none. */
+  public int healthPort() {
+    return health == null ? -1 : health.actualPort();
   }
 }

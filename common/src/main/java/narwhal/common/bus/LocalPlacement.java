@@ -19,6 +19,9 @@ public interface LocalPlacement extends Shareable {
 
   void release(Reservation reservation);
 
+  /** Placement's readiness as of its last engine-state, fleet or fleet-hold change (any thread may read it). */
+  Readiness readiness();
+
   /** The placement running on this node, or null when none runs here. */
   static LocalPlacement of(Vertx vertx) {
     return (LocalPlacement) vertx.sharedData().getLocalMap(MAP).get(KEY);

@@ -16,7 +16,7 @@ import java.util.Set;
  */
 public final class StartOnlyKeys {
   public static final Set<String> KEYS = Set.of(
-      "server.host", "server.port", "server.event_loops", "server.cors.",
+      "server.host", "server.port", "server.event_loops", "server.cors.", "server.health_port",
       "cluster.",
       "journal.path", "journal.max_bytes", "journal.keep",
       "metrics.vertx_http",

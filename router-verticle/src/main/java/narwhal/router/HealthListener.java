@@ -1,0 +1,67 @@
+package narwhal.router;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+
+/**
+ * {@code server.health_port}: {@code /health} and {@code /ready} on a port of their own, served by a Vert.x
+ * instance of its own with one event loop that does nothing else. A replica relaying a thousand streams keeps
+ * its event loops' queues full; a check waiting in one of them answered in seconds and a balancer took a
+ * serving replica out. This loop is idle between checks, so the kernel schedules it as soon as a check
+ * arrives, whatever the router's loops are doing (docs/operations.md#readiness).
+ */
+final class HealthListener {
+  private final Vertx own;
+  private final HttpServer server;
+
+  private HealthListener(Vertx own, HttpServer server) {
+    this.own = own;
+    this.server = server;
+  }
+
+  /** Listens on {@code host:port} (0: any free port); fails if the port is taken. */
+  static Future<HealthListener> start(String host, int port, ReadinessAnswer answer) {
+    Vertx own = Vertx.builder().with(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1)
+        .setInternalBlockingPoolSize(1)).build();
+    return own.createHttpServer(new HttpServerOptions().setHost(host).setPort(port).setTcpNoDelay(true))
+        .requestHandler(request -> answer(request, answer)).listen()
+        .map(server -> new HealthListener(own, server))
+        .recover(err -> own.close().transform(x -> Future.failedFuture(
+            new IllegalStateException("server.health_port " + port + ": cannot listen on " + host + ": " + err.getMessage(), err))));
+  }
+
+  private static void answer(HttpServerRequest request, ReadinessAnswer answer) {
+    String path = request.path();
+    if (!path.equals("/ready") && !path.equals("/health")) {
+      request.response().setStatusCode(404).end();
+    } else if (request.method() != HttpMethod.GET) {
+      request.response().setStatusCode(405).putHeader("allow", "GET").end();
+    } else if (path.equals("/ready")) {
+      answer.ready(request.response());
+    } else {
+      ReadinessAnswer.health(request.response());
+    }
+  }
+
+  int actualPort() {
+    return server.actualPort();
+  }
+
+  /**
+   * Stops listening; completes on {@code caller} (the listener's own loop is shut down right after, and a callback
+   * left to it would never run).
+   */
+  Future<Void> close(io.vertx.core.Context caller) {
+    io.vertx.core.Promise<Void> closed = io.vertx.core.Promise.promise();
+    server.close().onComplete(ar -> {
+      own.close();
+      caller.runOnContext(v -> closed.complete());
+    });
+    return closed.future();
+  }
+}
