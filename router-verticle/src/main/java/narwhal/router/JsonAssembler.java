@@ -21,12 +21,14 @@ final class JsonAssembler implements ClientSink {
   private final long created;
   private boolean outputSeen;
 
-  /** @param created the answer's {@code created}: the request's arrival, in epoch seconds, as vLLM stamps it */
-  JsonAssembler(HttpServerResponse response, boolean chat, String rid, String model, Object toolChoice, long created) {
+  /**
+   * @param answerId the answer's {@code id} ({@link ClientId})
+   * @param created the answer's {@code created}: the request's arrival, in epoch seconds, as vLLM stamps it */
+  JsonAssembler(HttpServerResponse response, boolean chat, String answerId, String model, Object toolChoice, long created) {
     this.response = response;
     this.created = created;
     this.chat = chat;
-    this.id = (chat ? "chatcmpl-" : "cmpl-") + rid;
+    this.id = answerId;
     this.model = model;
     this.toolCallContent = AnswerAssembly.toolCallContent(toolChoice);
     this.answer = new AnswerAssembly(chat, toolCallContent);

@@ -11,10 +11,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Relays the consumer's SSE frames to a streaming client as the engine wrote them, bytes untouched. Metadata frames before
+ * Relays the consumer's SSE frames to a streaming client as the engine wrote them, bytes untouched but the id. Metadata frames before
  * the first output are held (bounded) and flushed with it, so the 200 is committed only once output exists. The frames
  * relayed in one event-loop turn (all an engine's read delivered) go to the client as one write at the end of that turn:
- * a write and a flush per frame were a third of the relay's CPU when the engine runs ahead of the client.
+ * a write and a flush per frame were a third of the relay's CPU when the engine runs ahead of the client. Each frame's
+ * {@code id} is the client's ({@link ClientId}), not the decode leg's.
  */
 final class SseRelay implements ClientSink {
   private static final int MAX_HELD_FRAMES = 64;
@@ -24,6 +25,9 @@ final class SseRelay implements ClientSink {
 
   private final HttpServerResponse response;
   private final EndOfTurn endOfTurn;
+  private final byte[] clientId;
+  /** The decode engine's id for this attempt, learned from its first frame; null until then. */
+  private byte[] engineId;
   private final List<SseFrame> held = new ArrayList<>();
   /** Frames relayed this turn, not yet written; null when none. */
   private Buffer pending;
@@ -31,15 +35,23 @@ final class SseRelay implements ClientSink {
   private boolean committed;
   private long outputLength;
 
-  SseRelay(HttpServerResponse response, EndOfTurn endOfTurn) {
+  /** @param answerId the id the client sees in every chunk ({@link ClientId}) */
+  SseRelay(HttpServerResponse response, EndOfTurn endOfTurn, String answerId) {
     this.response = response;
     this.endOfTurn = endOfTurn;
+    this.clientId = ClientId.quoted(answerId);
+  }
+
+  @Override
+  public void attemptStarted() {
+    engineId = null;
+    if (!committed) held.clear();
   }
 
   @Override
   public void metadata(SseEvent.Metadata event) {
     if (committed) {
-      write(event.frame().wire());
+      write(relabel(event.frame()));
     } else if (held.size() < MAX_HELD_FRAMES) {
       held.add(event.frame());
     }
@@ -49,7 +61,7 @@ final class SseRelay implements ClientSink {
   public void output(SseEvent.Output event) {
     if (!committed) commit();
     outputLength += event.text().length();
-    write(event.frame().wire());
+    write(relabel(event.frame()));
   }
 
   @Override
@@ -92,8 +104,18 @@ final class SseRelay implements ClientSink {
     committed = true;
     response.setStatusCode(200).setChunked(true).putHeader("content-type", "text/event-stream; charset=utf-8")
         .putHeader("cache-control", "no-cache");
-    for (SseFrame frame : held) write(frame.wire());
+    for (SseFrame frame : held) write(relabel(frame));
     held.clear();
+  }
+
+  /** The frame with the client's id in place of the engine's leg id. */
+  private Buffer relabel(SseFrame frame) {
+    if (engineId == null) {
+      Object id = frame.json().getValue("id");
+      if (!(id instanceof String s)) return frame.wire();
+      engineId = ClientId.quoted(s);
+    }
+    return ClientId.relabel(frame.wire(), engineId, clientId);
   }
 
   private void write(Buffer frame) {
