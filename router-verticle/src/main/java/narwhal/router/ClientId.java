@@ -10,7 +10,7 @@ import java.nio.charset.StandardCharsets;
  * The one id a client sees for its request, as vLLM builds it ({@code _base_request_id}): the client's
  * {@code x-request-id} when it sends one, else the body's {@code request_id}, else the router's own id; the answer's
  * {@code id} is {@code cmpl-<base>} or {@code chatcmpl-<base>}, the same in every streamed chunk, the non-streamed answer
- * and the {@code x-request-id} response header. The engines see per-leg ids ({@code <rid>-a1-decode}); {@link #relabel}
+ * and the {@code x-request-id} response header. The engines see per-leg ids ({@code <rid>-a1-decode}); {@link #replaceFirst}
  * puts the client's id in place of the decode engine's in a relayed frame, touching no other byte.
  */
 final class ClientId {
@@ -29,17 +29,17 @@ final class ClientId {
   }
 
   /**
-   * {@code frame} ({@code data: {...}}) with its first {@code "<engineId>"} string replaced by {@code "<clientId>"}:
-   * the top-level {@code id}, which vLLM writes first. The frame itself when the engine's id is not in it.
+   * {@code frame} ({@code data: {...}}) with the first occurrence of {@code from} replaced by {@code to}: with the
+   * engine's quoted id, the top-level {@code id}, which vLLM writes first. The frame itself when {@code from} is not in it.
    */
-  static Buffer relabel(Buffer frame, byte[] engineId, byte[] clientId) {
-    int at = indexOf(frame, engineId);
+  static Buffer replaceFirst(Buffer frame, byte[] from, byte[] to) {
+    int at = indexOf(frame, from);
     if (at < 0) return frame;
-    return Buffer.buffer(frame.length() - engineId.length + clientId.length).appendBuffer(frame, 0, at).appendBytes(clientId)
-        .appendBuffer(frame, at + engineId.length, frame.length() - at - engineId.length);
+    return Buffer.buffer(frame.length() - from.length + to.length).appendBuffer(frame, 0, at).appendBytes(to)
+        .appendBuffer(frame, at + from.length, frame.length() - at - from.length);
   }
 
-  /** {@code "id"} as a JSON string's bytes (quotes included): what {@link #relabel} looks for and writes. */
+  /** {@code "id"} as a JSON string's bytes (quotes included): what {@link #replaceFirst} looks for and writes. */
   static byte[] quoted(String id) {
     return Json.encode(id).getBytes(StandardCharsets.UTF_8);
   }

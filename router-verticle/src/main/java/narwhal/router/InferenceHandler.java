@@ -75,6 +75,13 @@ final class InferenceHandler implements Handler<RoutingContext> {
         PromptAffinity.of(body, chat, session, placement), model);
     String answerId = ClientId.answer(chat, ClientId.base(clientRid, body, rid));
     rc.response().putHeader("x-request-id", ClientId.base(clientRid, body, rid));
+    int prompts = chat ? 1 : RequestValidator.batch(body.getValue("prompt"));
+    if (prompts > 1) {
+      for (int i = 1; i < prompts; i++) ctx.metrics().offered();
+      new PromptBatch(ctx, request, answerId, body.getJsonArray("prompt"), part -> PromptAffinity.of(part, false, session, placement),
+          ctx.admission()::finished).start();
+      return;
+    }
     ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn(), answerId)
         : new JsonAssembler(rc.response(), chat, answerId, model, body.getValue("tool_choice"), arrived.getEpochSecond());
     RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
