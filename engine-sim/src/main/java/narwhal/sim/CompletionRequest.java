@@ -42,6 +42,11 @@ final class CompletionRequest {
   final boolean returnTokenIds;
   /** False when {@code chat_template_kwargs.enable_thinking} is false (Qwen3's switch): no reasoning then. */
   final boolean thinking;
+  /**
+   * A completions prefill of several prompts (a list of strings or of token lists), each as text; empty otherwise.
+   * {@link #prompt} is the first: vLLM answers such a batch with one {@code kv_transfer_params}, the first prompt's.
+   */
+  final java.util.List<String> batch;
 
   private CompletionRequest(boolean chat, String path, JsonObject body, String headerId, SimEngineOptions options) {
     this.chat = chat;
@@ -62,7 +67,9 @@ final class CompletionRequest {
     }
     this.model = options.answerModel((String) modelValue);
 
-    this.prompt = chat ? renderMessages(body.getValue("messages")) : promptText(body.getValue("prompt"));
+    this.batch = chat ? java.util.List.of() : batchTexts(body);
+    this.prompt = chat ? renderMessages(body.getValue("messages"))
+      : batch.isEmpty() ? promptText(body.getValue("prompt")) : batch.get(0);
     this.promptTokens = Generator.countTokens(prompt);
     if (promptTokens == 0) {
       throw ApiError.badRequest("The decoder prompt cannot be empty", chat ? "messages" : "prompt");
@@ -202,6 +209,26 @@ final class CompletionRequest {
       return ((JsonArray) stop).stream().map(String.class::cast).filter(s -> !s.isEmpty()).toList();
     }
     throw ApiError.badRequest("stop must be a string or a list of strings", "stop");
+  }
+
+  /**
+   * The prompts of a batched completions prefill ({@code kv_transfer_params.do_remote_decode}, not streamed) as texts;
+   * empty for one prompt. Any other batch is refused, as before: the simulator decodes one prompt per request.
+   */
+  private static java.util.List<String> batchTexts(JsonObject body) {
+    if (!(body.getValue("prompt") instanceof JsonArray list) || list.size() < 2
+      || !list.stream().allMatch(p -> p instanceof String || p instanceof JsonArray)) {
+      return java.util.List.of();
+    }
+    boolean prefill = body.getValue("kv_transfer_params") instanceof JsonObject kv && Boolean.TRUE.equals(kv.getValue("do_remote_decode"));
+    if (!prefill || Boolean.TRUE.equals(body.getValue("stream"))) {
+      throw ApiError.badRequest("the simulator serves a batch of prompts only as a prefill; got " + list.size(), "prompt");
+    }
+    java.util.List<String> texts = new java.util.ArrayList<>();
+    for (Object p : list) {
+      texts.add(promptText(p));
+    }
+    return texts;
   }
 
   /** A completions prompt given as token ids: vLLM counts it exactly instead of tokenizing a truncated text. */

@@ -4,7 +4,8 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
 /**
- * vLLM's OpenAI-compatible JSON bodies: full completion and chat responses, stream chunks
+ * vLLM's OpenAI-compatible JSON bodies: full completion and chat responses (a batched prefill: one choice per prompt,
+ * one {@code kv_transfer_params}, the first prompt's, as vLLM's {@code final_res_batch[0]}), stream chunks
  * (chat chunks omit unset fields, completion chunks carry their nulls), the usage chunk and the
  * in-stream error object.
  */
@@ -65,15 +66,21 @@ final class ResponseShapes {
         .put("prompt_logprobs", null)
         .put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
     }
+    JsonArray choices = new JsonArray().add(choice);
+    for (int i = 1; i < req.batch.size(); i++) {
+      java.util.List<String> first = Generator.generate(req.batch.get(i), req.seed, req.temperature, 1, false).tokens();
+      choices.add(choice.copy().put("index", i).put("text", String.join("", first)).put("logprobs", null));
+    }
     JsonObject body = new JsonObject()
       .put("id", req.responseId)
       .put("object", req.chat ? "chat.completion" : "text_completion")
       .put("created", created)
       .put("model", req.model)
-      .put("choices", new JsonArray().add(choice))
+      .put("choices", choices)
       .put("service_tier", null)
       .put("system_fingerprint", null)
-      .put("usage", usage(req.promptTokens, answer.completionTokens(), true));
+      .put("usage", usage(req.promptTokens + req.batch.stream().skip(1).mapToInt(Generator::countTokens).sum(),
+        answer.completionTokens() * Math.max(1, req.batch.size()), true));
     if (req.chat) {
       body.put("prompt_logprobs", null).put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
     }

@@ -47,6 +47,23 @@ class KvHandoffTest {
     return r.json();
   }
 
+  /** vLLM answers a batched prefill with one choice per prompt and one descriptor, the first prompt's ({@code final_res_batch[0]}). */
+  @Test
+  void aBatchedPrefillHasOneChoicePerPromptButOneDescriptorTheFirstPrompts() {
+    String second = "an entirely different prompt about copper and wind";
+    JsonObject client = SimClient.completion(PROMPT).put("prompt", new JsonArray().add(PROMPT).add(second)).put("max_tokens", 8);
+    JsonObject body = prefill(producer, client, "rid-b");
+    JsonArray choices = body.getJsonArray("choices");
+    assertEquals(2, choices.size(), body.encode());
+    assertEquals(1, choices.getJsonObject(1).getInteger("index"));
+    assertEquals(Generator.generate(second, 0, 1.0, 1, false).text(), choices.getJsonObject(1).getString("text"));
+    assertEquals(Generator.countTokens(PROMPT) + Generator.countTokens(second), body.getJsonObject("usage").getInteger("prompt_tokens"));
+    JsonObject kv = body.getJsonObject("kv_transfer_params");
+    assertEquals(Generator.countTokens(PROMPT), kv.getInteger("remote_num_tokens"), "the descriptor covers the first prompt only");
+    SimClient.Reply plain = http.post(single, "/v1/completions", client, "x-request-id", "rid-c");
+    assertEquals(400, plain.status, "a batch is served only as a prefill: " + plain.text);
+  }
+
   @Test
   void producerReturnsOneTokenAndAVllmDescriptor() {
     JsonObject client = SimClient.completion(PROMPT).put("max_tokens", 40);

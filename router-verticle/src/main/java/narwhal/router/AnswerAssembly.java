@@ -15,7 +15,9 @@ import java.util.TreeMap;
  * joined; logprob arrays ({@code content}, {@code tokens}, {@code token_logprobs}, {@code top_logprobs},
  * {@code text_offset}) and {@code token_ids} concatenated; the last {@code finish_reason}, {@code stop_reason} and
  * {@code usage}; any other field kept with its last value. The router's own fields (id, object, created, model,
- * {@code kv_transfer_params}) are set by the caller.
+ * {@code kv_transfer_params}) are set by the caller. The fields vLLM's full body spells out as null and its chunks omit
+ * ({@code service_tier}, {@code system_fingerprint}, {@code message.refusal}, {@code prompt_logprobs}, ...) are written
+ * as null when the stream did not fill them.
  */
 final class AnswerAssembly {
   private static final Set<String> OWN = Set.of("id", "object", "created", "model", "choices", "usage", "kv_transfer_params");
@@ -64,9 +66,19 @@ final class AnswerAssembly {
     if (choices.isEmpty()) choices.put(0, new Choice());
     choices.forEach((index, c) -> out.add(c.toJson(index, finishReason)));
     JsonObject body = new JsonObject().put("id", id).put("object", chat ? "chat.completion" : "text_completion")
-        .put("created", created).put("model", model).put("choices", out);
+        .put("created", created).put("model", model).put("choices", out).put("service_tier", null)
+        .put("system_fingerprint", null);
     top.forEach(body::put);
-    return body.put("usage", usage != null ? usage : fallbackUsage);
+    JsonObject finalUsage = usage != null ? usage : fallbackUsage;
+    if (finalUsage != null && !finalUsage.containsKey("prompt_tokens_details")) {
+      finalUsage = finalUsage.copy().put("prompt_tokens_details", null);
+    }
+    body.put("usage", finalUsage);
+    if (chat) {
+      if (!body.containsKey("prompt_logprobs")) body.put("prompt_logprobs", null);
+      if (!body.containsKey("prompt_token_ids")) body.put("prompt_token_ids", null);
+    }
+    return body.put("kv_transfer_params", null);
   }
 
   /** One choice being assembled. */
@@ -165,16 +177,18 @@ final class AnswerAssembly {
         toolCalls.values().forEach(t -> calls.add(t.toJson()));
         boolean contentless = !contentSeen && (!calls.isEmpty() || !deltaTexts.isEmpty());
         JsonObject message = new JsonObject().put("role", role != null ? role : "assistant")
-            .put("content", contentless ? toolCallContent : text.toString()).put("tool_calls", calls);
+            .put("content", contentless ? toolCallContent : text.toString()).put("refusal", null).put("annotations", null)
+            .put("audio", null).put("function_call", null).put("tool_calls", calls);
         deltaTexts.forEach((k, v) -> message.put(k, v.toString()));
         deltaOther.forEach(message::put);
+        if (!message.containsKey("reasoning") && !message.containsKey("reasoning_content")) message.put("reasoning", null);
         choice.put("message", message);
       } else {
         choice.put("text", text.toString());
       }
       choice.put("logprobs", logprobs).put("finish_reason", finishReason != null ? finishReason : fallbackFinish)
-          .put("stop_reason", stopReason);
-      if (tokenIds != null) choice.put("token_ids", tokenIds);
+          .put("stop_reason", stopReason).put("token_ids", tokenIds);
+      if (!chat) choice.put("prompt_logprobs", null).put("prompt_token_ids", null);
       other.forEach(choice::put);
       return choice;
     }

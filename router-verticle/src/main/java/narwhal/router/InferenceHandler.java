@@ -73,8 +73,17 @@ final class InferenceHandler implements Handler<RoutingContext> {
     String model = body.getValue("model") instanceof String named ? named : cfg.model();
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos,
         PromptAffinity.of(body, chat, session, placement), model);
-    ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn())
-        : new JsonAssembler(rc.response(), chat, rid, model, body.getValue("tool_choice"), arrived.getEpochSecond());
+    String answerId = ClientId.answer(chat, ClientId.base(clientRid, body, rid));
+    rc.response().putHeader("x-request-id", ClientId.base(clientRid, body, rid));
+    int prompts = chat ? 1 : RequestValidator.batch(body.getValue("prompt"));
+    if (prompts > 1) {
+      for (int i = 1; i < prompts; i++) ctx.metrics().offered();
+      new PromptBatch(ctx, request, answerId, body.getJsonArray("prompt"), part -> PromptAffinity.of(part, false, session, placement),
+          ctx.admission()::finished).start();
+      return;
+    }
+    ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn(), answerId)
+        : new JsonAssembler(rc.response(), chat, answerId, model, body.getValue("tool_choice"), arrived.getEpochSecond());
     RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
         new RequestTrace.Start(chat, model, rid, clientRid, endpoint, stream, arrivedNanos, body.getValue("max_tokens")));
     new RequestLifecycle(ctx, request, sink, ctx.admission()::finished, trace).start();

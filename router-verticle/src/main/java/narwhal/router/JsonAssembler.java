@@ -20,13 +20,28 @@ final class JsonAssembler implements ClientSink {
   private long outputLength;
   private final long created;
   private boolean outputSeen;
+  /** Where a batch's part goes: its assembled answer, or its error ({@link PromptBatch}). */
+  record Outcome(java.util.function.Consumer<JsonObject> answered, java.util.function.Consumer<EdgeError> failed) {
+  }
 
-  /** @param created the answer's {@code created}: the request's arrival, in epoch seconds, as vLLM stamps it */
-  JsonAssembler(HttpServerResponse response, boolean chat, String rid, String model, Object toolChoice, long created) {
+  /** Where the answer goes instead of the client's response; null: the response gets it. */
+  private final Outcome outcome;
+
+  /**
+   * @param answerId the answer's {@code id} ({@link ClientId})
+   * @param created the answer's {@code created}: the request's arrival, in epoch seconds, as vLLM stamps it */
+  JsonAssembler(HttpServerResponse response, boolean chat, String answerId, String model, Object toolChoice, long created) {
+    this(response, chat, answerId, model, toolChoice, created, null);
+  }
+
+  /** @param outcome takes the assembled answer or the error instead of the response (null: the response gets them) */
+  JsonAssembler(HttpServerResponse response, boolean chat, String answerId, String model, Object toolChoice, long created,
+      Outcome outcome) {
+    this.outcome = outcome;
     this.response = response;
     this.created = created;
     this.chat = chat;
-    this.id = (chat ? "chatcmpl-" : "cmpl-") + rid;
+    this.id = answerId;
     this.model = model;
     this.toolCallContent = AnswerAssembly.toolCallContent(toolChoice);
     this.answer = new AnswerAssembly(chat, toolCallContent);
@@ -53,14 +68,16 @@ final class JsonAssembler implements ClientSink {
   @Override
   public void complete(DecodeEnd end) {
     JsonObject body = answer.body(id, created, model, end.finishReason(), end.usage());
-    if (!response.ended() && !response.closed()) {
+    if (outcome != null) {
+      outcome.answered().accept(body);
+    } else if (!response.ended() && !response.closed()) {
       response.setStatusCode(200).putHeader("content-type", "application/json").end(body.toBuffer());
     }
   }
 
   @Override
   public void fail(EdgeError error) {
-    error.send(response);
+    if (outcome != null) outcome.failed().accept(error); else error.send(response);
   }
 
   /** Nothing is committed to a non-streaming client before the whole answer exists, so retries stay possible. */

@@ -121,11 +121,23 @@ final class RequestLifecycle implements Admission.Cuttable {
   }
 
   void start() {
+    request.response().closeHandler(v -> cancelled());
+    startPart();
+  }
+
+  /** Starts one prompt of a {@link PromptBatch}: the batch, not this part, watches the client's connection. */
+  void startPart() {
     context = ctx.vertx().getOrCreateContext();
     ctx.admission().track(this);
     deadlineTimer = ctx.vertx().setTimer(Math.max(1, remainingMs()), t -> expire());
-    request.response().closeHandler(v -> cancelled());
     runAttempt();
+  }
+
+  /** Ends a batch's part because another prompt of the batch failed: the client already has that failure. */
+  void abandon() {
+    if (done) return;
+    ctx.metrics().cancelled();
+    finish("cancelled", "batch_failed", 499, null);
   }
 
   private void runAttempt() {
@@ -394,7 +406,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     });
   }
 
-  private void cancelled() {
+  void cancelled() {
     if (done) return;
     ctx.metrics().cancelled();
     finish("cancelled", "client_disconnected", 499, null);

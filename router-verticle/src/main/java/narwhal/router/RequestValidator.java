@@ -7,7 +7,7 @@ import java.util.Optional;
 
 /**
  * Checks a client's completion or chat body at the edge (docs/errors.md): the fields the router relies on must
- * have the right types and {@code n} and {@code best_of} must be 1; whether an engine serves the model is placement's
+ * have the right types and {@code n} and {@code best_of} must be 1 (a batch of prompts is served, {@link PromptBatch}); whether an engine serves the model is placement's
  * answer ({@code model_not_found}). Numbers are
  * taken as vLLM's validation takes them ({@link LaxNumbers}: {@code "8"} and {@code 8.0} are the integer 8). Other
  * fields pass through to the engines untouched; a client {@code kv_transfer_params} is ignored here and
@@ -31,9 +31,6 @@ final class RequestValidator {
       }
     } else if (!validPrompt(body.getValue("prompt"))) {
       return invalid("prompt", "a non-empty string or array of strings or token ids");
-    } else if (batch(body.getValue("prompt")) > 1) {
-      return Optional.of(EdgeError.invalid("prompt: a batch of " + batch(body.getValue("prompt")) + " prompts; this router "
-          + "serves one prompt per request (one KV handoff per prefill): send each prompt as its own request", "prompt"));
     }
     Object stream = body.getValue("stream");
     if (stream != null && !(stream instanceof Boolean)) return invalid("stream", "a boolean");
@@ -64,9 +61,10 @@ final class RequestValidator {
 
   /**
    * How many prompts a completions {@code prompt} holds: a list of strings or of token-id lists is a batch, one
-   * each; a string or a list of token ids is one. vLLM answers a batched prefill with a single handoff descriptor.
+   * each; a string or a list of token ids is one. vLLM answers a batched prefill with a single handoff descriptor,
+   * so a batch runs as one {@link PromptBatch} part per prompt.
    */
-  private static int batch(Object prompt) {
+  static int batch(Object prompt) {
     if (!(prompt instanceof JsonArray items)) return 1;
     return items.stream().allMatch(i -> i instanceof String || i instanceof JsonArray) ? items.size() : 1;
   }

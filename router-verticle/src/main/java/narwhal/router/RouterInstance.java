@@ -30,7 +30,7 @@ import java.util.function.Supplier;
 /**
  * One event loop's share of the router's HTTP ingress (docs/errors.md): the OpenAI-compatible inference endpoints,
  * models, health, readiness, metrics and state, on the port every instance of a replica shares. Every response
- * carries the router's {@code x-request-id}. Each admitted request runs in its own {@link RequestLifecycle} with
+ * carries {@code x-request-id} (the client's own when it sent one, else the router's). Each admitted request runs in its own {@link RequestLifecycle} with
  * this loop's engine client; the retry budget, in-flight count, journal and metrics are the replica's
  * ({@link RouterVerticle}). Engine health is never decided here, only reported to the breaker.
  */
@@ -164,7 +164,8 @@ final class RouterInstance extends VerticleBase {
       Long headerTimer = awaitingFirstRequest.remove(rc.request().connection());
       if (headerTimer != null) vertx.cancelTimer(headerTimer);
       EdgeRefusal.arrived(rc);
-      rc.response().putHeader("x-request-id", rid);
+      String own = rc.request().getHeader("x-request-id");
+      rc.response().putHeader("x-request-id", own != null && !own.isEmpty() ? own : rid);
       rc.next();
     });
     router.route().handler(Cors.handler(cfg.server().cors()));

@@ -141,14 +141,16 @@ class EdgeErrorsTest {
   }
 
   @Test
-  void clientRequestIdIsJournalledNotForwarded() throws Exception {
+  void clientRequestIdIsTheAnswersIdJournalledNotForwarded() throws Exception {
     RouterHarness.Reply reply = h.post("/v1/completions",
         new JsonObject().put("prompt", "hello there").put("max_tokens", 3).toBuffer(), Map.of("x-request-id", "client-abc"));
     assertEquals(200, reply.status(), reply.body());
-    assertNotEquals("client-abc", reply.requestId());
+    assertEquals("client-abc", reply.requestId(), "the client's id is the answer's, as vLLM answers");
+    assertEquals("cmpl-client-abc", reply.json().getString("id"));
     JsonObject row = h.journalRow(reply.requestId());
     assertEquals("client-abc", row.getString("client_rid"));
-    h.engines.values().forEach(e -> e.requests().forEach(r -> assertTrue(r.getString("request_id").startsWith(reply.requestId()))));
+    assertNotEquals("client-abc", row.getString("rid"));
+    h.engines.values().forEach(e -> e.requests().forEach(r -> assertTrue(r.getString("request_id").startsWith(row.getString("rid")))));
   }
 
   @Test

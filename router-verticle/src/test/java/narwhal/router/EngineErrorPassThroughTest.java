@@ -70,18 +70,4 @@ class EngineErrorPassThroughTest {
     assertEquals("BadRequestError", options.error().getString("type"));
     assertEquals("Stream options can only be defined when `stream=True`.", options.error().getString("message"));
   }
-
-  @Test
-  void aBatchOfPromptsIsRefusedBeforeAnyLeg() {
-    h.resetEngines();
-    for (Object batch : new Object[] {new JsonArray().add("a").add("b"), new JsonArray().add(new JsonArray().add(1)).add(new JsonArray().add(2))}) {
-      RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", batch).put("max_tokens", 2));
-      assertEquals(400, reply.status(), reply.body());
-      assertEquals("prompt", reply.error().getString("param"));
-      assertEquals("prompt: a batch of 2 prompts; this router serves one prompt per request (one KV handoff per prefill): "
-          + "send each prompt as its own request", reply.error().getString("message"));
-    }
-    assertEquals(0, h.engine("P0").requests().size());
-    assertEquals(200, h.post("/v1/completions", new JsonObject().put("prompt", new JsonArray().add("one")).put("max_tokens", 2)).status());
-  }
 }

@@ -295,14 +295,14 @@ final class RouterHarness implements AutoCloseable {
     return row;
   }
 
-  /** Waits for the journal row of one request and returns it. */
+  /** Waits for the journal row of a request, by the router's {@code rid} or the client's own id (which its answer then carries). */
   JsonObject journalRow(String rid) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (true) {
       for (String line : Files.readAllLines(journal)) {
         if (!line.isBlank() && line.contains(rid)) {
           JsonObject row = new JsonObject(line);
-          if (rid.equals(row.getString("rid"))) return checkedTiming(row);
+          if (rid.equals(row.getString("rid")) || rid.equals(row.getString("client_rid"))) return checkedTiming(row);
         }
       }
       if (System.nanoTime() > deadline) throw new AssertionError("no journal row for " + rid);

@@ -56,12 +56,12 @@ class TokenAccountingTest {
         .findFirst().orElseThrow();
   }
 
-  /** What D0 answers, itself, to the decode body the router sent with {@code edit} applied, under the same request id. */
+  /** What D0 answers, itself, to the decode body the router sent with {@code edit} applied, under the client's request id. */
   static String engineAnswer(String rid, java.util.function.Consumer<JsonObject> edit) {
     JsonObject body = decodeEntry(rid).getJsonObject("body").copy();
     body.remove("kv_transfer_params");
     edit.accept(body);
-    RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/chat/completions", body, Map.of("x-request-id", rid + "-a1-decode"));
+    RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/chat/completions", body, Map.of("x-request-id", rid));
     assertEquals(200, direct.status(), direct.body());
     return direct.body();
   }

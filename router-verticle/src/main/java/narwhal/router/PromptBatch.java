@@ -1,0 +1,125 @@
+package narwhal.router;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import narwhal.engines.client.DecodeCall;
+import narwhal.engines.client.DecodeEnd;
+import narwhal.router.telemetry.RequestTrace;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+/**
+ * A completions request with several prompts (a list of strings or of token lists), served as vLLM serves it
+ * (docs/vllm.md#batched-prompts): vLLM answers a batched prefill with one handoff descriptor, the first prompt's, so
+ * each prompt runs its own prefill → decode as a part, a {@link RequestLifecycle} of its own (reservations, context
+ * check, attempts and retries, journal row {@code <rid>-<i>}) under the request's deadline and its one admission. The
+ * client gets one answer: choices indexed by prompt and usage summed, assembled or streamed with the parts' chunks
+ * interleaved. The first part that fails ends the request with its error; the others are abandoned.
+ */
+final class PromptBatch {
+  private final RouterContext ctx;
+  private final InferenceRequest request;
+  private final JsonArray prompts;
+  private final Function<JsonObject, String> affinity;
+  private final Runnable onFinish;
+  private final List<RequestLifecycle> parts = new ArrayList<>();
+  private final JsonObject[] answers;
+  private final JsonObject[] usages;
+  private final String answerId;
+  private SseRelay relay;
+  private int completedParts;
+  private int finishedParts;
+  private boolean ended;
+
+  /**
+   * @param affinity what keeps a part's body near related requests ({@link PromptAffinity})
+   * @param onFinish run once, when every part has ended
+   */
+  PromptBatch(RouterContext ctx, InferenceRequest request, String answerId, JsonArray prompts,
+      Function<JsonObject, String> affinity, Runnable onFinish) {
+    this.ctx = ctx;
+    this.request = request;
+    this.answerId = answerId;
+    this.prompts = prompts;
+    this.affinity = affinity;
+    this.onFinish = onFinish;
+    this.answers = new JsonObject[prompts.size()];
+    this.usages = new JsonObject[prompts.size()];
+  }
+
+  void start() {
+    if (request.stream()) relay = new SseRelay(request.response(), ctx.endOfTurn(), answerId);
+    long created = request.arrived().getEpochSecond();
+    for (int i = 0; i < prompts.size(); i++) {
+      int index = i;
+      JsonObject body = request.body().copy().put("prompt", prompts.getValue(i));
+      InferenceRequest part = new InferenceRequest(request.rid() + "-" + i, request.clientRid(), request.endpoint(), false, body,
+          request.stream(), request.response(), request.arrived(), request.arrivedNanos(), affinity.apply(body), request.model());
+      ClientSink sink = relay != null ? relay.part(i, end -> streamed(index, end), error -> failed(index, error))
+          : new JsonAssembler(request.response(), false, answerId, request.model(), null, created,
+              new JsonAssembler.Outcome(answer -> answered(index, answer), error -> failed(index, error)));
+      parts.add(new RequestLifecycle(ctx, part, sink, this::partFinished, RequestTrace.OFF));
+    }
+    request.response().closeHandler(v -> List.copyOf(parts).forEach(RequestLifecycle::cancelled));
+    List.copyOf(parts).forEach(RequestLifecycle::startPart);
+  }
+
+  private void answered(int index, JsonObject answer) {
+    answers[index] = answer;
+    usages[index] = answer.getJsonObject("usage");
+    if (ended || ++completedParts < answers.length) return;
+    ended = true;
+    JsonObject body = answers[0].copy();
+    JsonArray choices = new JsonArray();
+    for (int i = 0; i < answers.length; i++) choices.add(answers[i].getJsonArray("choices").getJsonObject(0).copy().put("index", i));
+    body.put("choices", choices).put("usage", summed(true));
+    if (!request.response().ended() && !request.response().closed()) {
+      request.response().setStatusCode(200).putHeader("content-type", "application/json").end(body.toBuffer());
+    }
+  }
+
+  private void streamed(int index, DecodeEnd end) {
+    usages[index] = end.usage();
+    if (ended || ++completedParts < usages.length) return;
+    ended = true;
+    relay.completeBatch(DecodeCall.clientAsksUsage(request.body()) ? summed(false) : null, request.arrived().getEpochSecond(),
+        request.model());
+  }
+
+  private void failed(int index, EdgeError error) {
+    if (ended) return;
+    ended = true;
+    if (relay != null) relay.fail(error); else error.send(request.response());
+    for (int i = 0; i < parts.size(); i++) {
+      if (i != index) parts.get(i).abandon();
+    }
+  }
+
+  private void partFinished() {
+    if (++finishedParts == parts.size()) onFinish.run();
+  }
+
+  /**
+   * The parts' usage added up as vLLM adds a batch's: prompt, completion and total tokens; cached prompt tokens when
+   * any part had some; {@code details}: a non-streamed body, which spells out a null {@code prompt_tokens_details}.
+   */
+  private JsonObject summed(boolean details) {
+    long prompt = 0;
+    long completion = 0;
+    long cached = 0;
+    for (JsonObject u : usages) {
+      if (u == null) continue;
+      prompt += u.getValue("prompt_tokens") instanceof Number n ? n.longValue() : 0;
+      completion += u.getValue("completion_tokens") instanceof Number n ? n.longValue() : 0;
+      if (u.getValue("prompt_tokens_details") instanceof JsonObject d && d.getValue("cached_tokens") instanceof Number n) {
+        cached += n.longValue();
+      }
+    }
+    JsonObject usage = new JsonObject().put("prompt_tokens", prompt).put("total_tokens", prompt + completion)
+        .put("completion_tokens", completion);
+    if (cached > 0) return usage.put("prompt_tokens_details", new JsonObject().put("cached_tokens", cached));
+    return details ? usage.put("prompt_tokens_details", null) : usage;
+  }
+}

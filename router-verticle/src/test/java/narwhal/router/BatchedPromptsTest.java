@@ -1,0 +1,135 @@
+package narwhal.router;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A completions request with several prompts, served as vLLM serves it (docs/vllm.md#batched-prompts): one prefill →
+ * decode per prompt (a batched prefill's one descriptor would decode every later prompt against the first prompt's
+ * KV), choices indexed by prompt, usage summed, streamed interleaved or assembled; one failing prompt fails the request.
+ */
+@Timeout(60)
+class BatchedPromptsTest {
+  static RouterHarness h;
+  static final JsonArray TOKENS = new JsonArray().add(11).add(12).add(13).add(14);
+
+  @BeforeAll
+  static void start() throws Exception {
+    h = RouterHarness.start(List.of("P0:prefill", "D0:decode"));
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    h.close();
+  }
+
+  @BeforeEach
+  void clean() {
+    h.resetEngines();
+  }
+
+  private static JsonObject batch(boolean stream) {
+    return new JsonObject().put("model", RouterHarness.MODEL).put("max_tokens", 6).put("ignore_eos", true).put("stream", stream)
+        .put("prompt", new JsonArray().add("the narwhal swims north").add("copper wind over the harbor").add(TOKENS));
+  }
+
+  /** What the engine answers, itself, to prompt {@code i} of the batch alone. */
+  private static JsonObject alone(JsonObject batch, int i) {
+    JsonObject one = batch.copy().put("stream", false).put("prompt", batch.getJsonArray("prompt").getValue(i));
+    one.remove("stream_options");
+    RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", one);
+    assertEquals(200, direct.status(), direct.body());
+    return direct.json();
+  }
+
+  @Test
+  void aBatchGetsOneChoicePerPromptEachItsOwnPrefillAndDecode() throws Exception {
+    JsonObject body = batch(false);
+    RouterHarness.Reply reply = h.post("/v1/completions", body);
+    assertEquals(200, reply.status(), reply.body());
+    JsonArray choices = reply.json().getJsonArray("choices");
+    assertEquals(3, choices.size(), reply.body());
+    int prompt = 0;
+    int completion = 0;
+    for (int i = 0; i < 3; i++) {
+      JsonObject own = alone(body, i);
+      JsonObject expected = own.getJsonArray("choices").getJsonObject(0).copy().put("index", i);
+      assertEquals(expected, choices.getJsonObject(i), "prompt " + i);
+      prompt += own.getJsonObject("usage").getInteger("prompt_tokens");
+      completion += own.getJsonObject("usage").getInteger("completion_tokens");
+    }
+    JsonObject usage = reply.json().getJsonObject("usage");
+    assertEquals(prompt, usage.getInteger("prompt_tokens"));
+    assertEquals(completion, usage.getInteger("completion_tokens"));
+    assertEquals(prompt + completion, usage.getInteger("total_tokens"));
+    assertEquals("cmpl-" + reply.requestId(), reply.json().getString("id"));
+    String rid = reply.requestId();
+    for (int i = 0; i < 3; i++) {
+      String part = rid + "-" + i;
+      assertTrue(h.engine("P0").requests().stream().anyMatch(r -> (part + "-a1-prefill").equals(r.getString("request_id"))), part);
+      assertEquals("completed", h.journalRow(part).getString("terminal"));
+    }
+    assertEquals(0, h.reservations());
+  }
+
+  @Test
+  void aStreamedBatchInterleavesIndexedChunksWithOneSummedUsageChunk() {
+    JsonObject body = batch(true).put("stream_options", new JsonObject().put("include_usage", true));
+    RouterHarness.Reply reply = h.post("/v1/completions", body);
+    assertEquals(200, reply.status(), reply.body());
+    Map<Integer, StringBuilder> texts = new HashMap<>();
+    JsonObject usage = null;
+    List<String> events = reply.events();
+    assertEquals("[DONE]", events.get(events.size() - 1));
+    for (String e : events.subList(0, events.size() - 1)) {
+      JsonObject chunk = new JsonObject(e);
+      assertEquals("cmpl-" + reply.requestId(), chunk.getString("id"), e);
+      if (chunk.getJsonArray("choices").isEmpty()) {
+        assertEquals(null, usage, "one usage chunk");
+        usage = chunk.getJsonObject("usage");
+        continue;
+      }
+      JsonObject choice = chunk.getJsonArray("choices").getJsonObject(0);
+      texts.computeIfAbsent(choice.getInteger("index"), k -> new StringBuilder()).append(choice.getString("text"));
+    }
+    int completion = 0;
+    for (int i = 0; i < 3; i++) {
+      JsonObject own = alone(body, i);
+      assertEquals(own.getJsonArray("choices").getJsonObject(0).getString("text"), String.valueOf(texts.get(i)), "prompt " + i);
+      completion += own.getJsonObject("usage").getInteger("completion_tokens");
+    }
+    assertEquals(completion, usage.getInteger("completion_tokens"), usage.encode());
+    assertEquals(0, h.reservations());
+  }
+
+  @Test
+  void onePromptThatCannotFitFailsTheBatchAsVllmDoes() throws Exception {
+    JsonArray tooLong = new JsonArray();
+    for (int i = 0; i < 4095; i++) tooLong.add(i);
+    JsonObject body = batch(false).put("prompt", new JsonArray().add("a fine prompt").add(tooLong));
+    RouterHarness.Reply reply = h.post("/v1/completions", body);
+    assertEquals(400, reply.status(), reply.body());
+    assertEquals("input_tokens", reply.error().getString("param"), reply.body());
+    assertEquals("invalid", h.journalRow(reply.requestId() + "-1").getString("terminal"));
+    assertEquals(0, h.reservations());
+  }
+
+  @Test
+  void severalChoicesStayRefused() {
+    RouterHarness.Reply reply = h.post("/v1/completions", batch(false).put("n", 2));
+    assertEquals(400, reply.status());
+    assertEquals("n", reply.error().getString("param"));
+  }
+}
