@@ -31,10 +31,12 @@ final class ReplicaProcess implements AutoCloseable {
 
   private final Process process;
   private final int port;
+  private final List<String> output;
 
-  private ReplicaProcess(Process process, int port) {
+  private ReplicaProcess(Process process, int port, List<String> output) {
     this.process = process;
     this.port = port;
+    this.output = output;
   }
 
   /** Starts {@code serve} for {@code fleet} with {@code --set} overrides; waits (up to 3 minutes) until it serves. */
@@ -64,7 +66,7 @@ final class ReplicaProcess implements AutoCloseable {
     reader.setDaemon(true);
     reader.start();
     try {
-      return new ReplicaProcess(process, port.get(3, TimeUnit.MINUTES));
+      return new ReplicaProcess(process, port.get(3, TimeUnit.MINUTES), output);
     } catch (Exception e) {
       process.destroyForcibly();
       synchronized (output) {
@@ -77,6 +79,33 @@ final class ReplicaProcess implements AutoCloseable {
   private static String classpath() throws IOException {
     String cp = System.getProperty("surefire.test.class.path");
     return cp != null && !cp.isBlank() ? cp : System.getProperty("java.class.path");
+  }
+
+  /** Every line the replica printed so far (its log included). */
+  String output() {
+    synchronized (output) {
+      return String.join("\n", output);
+    }
+  }
+
+  /** Runs {@code narwhal admin ARGS --fleet FLEET} as an operator does (in this JVM, as a lite member); its exit code. */
+  static int admin(Path fleet, String... args) {
+    return adminOutput(fleet, args).exit();
+  }
+
+  /** What {@code narwhal admin} printed and its exit code. */
+  record AdminRun(int exit, String text) {
+  }
+
+  static AdminRun adminOutput(Path fleet, String... args) {
+    AdminCli command = new AdminCli();
+    command.env = ClusterHarness.ENV;
+    java.io.StringWriter out = new java.io.StringWriter();
+    String[] all = java.util.stream.Stream.concat(java.util.Arrays.stream(args), java.util.stream.Stream.of("--fleet", fleet.toString(),
+        "--timeout", "60")).toArray(String[]::new);
+    int exit = new picocli.CommandLine(command).setOut(new java.io.PrintWriter(out, true)).setErr(new java.io.PrintWriter(out, true))
+        .execute(all);
+    return new AdminRun(exit, out.toString());
   }
 
   long pid() {

@@ -293,7 +293,7 @@ final class RouterInstance extends VerticleBase {
             .filter(e -> engine.getString("iid").equals(e.getString("iid"))).findFirst()
             .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks"))
                 .put("last_probe", e.getString("last_probe")).put("next_probe_ms", e.getValue("next_probe_ms"))
-                .put("backoff", e.getValue("backoff")));
+                .put("backoff", e.getValue("backoff")).put("quarantine_until_ms", e.getValue("quarantine_until_ms")));
       }
       rc.json(new JsonObject().put("model", config.get().model()).put("models", p.getJsonObject("models")).put("engines", engines)
           .put("ready", p.getBoolean("ready", false) && !shared.admission().draining())

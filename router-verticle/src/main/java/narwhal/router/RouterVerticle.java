@@ -97,7 +97,10 @@ public final class RouterVerticle extends VerticleBase {
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
           new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners());
-      vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
+      vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> {
+        journal.append(msg.body());
+        if (msg.replyAddress() != null) msg.reply(null);
+      });
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> {
