@@ -41,11 +41,16 @@ final class ReplicaProcess implements AutoCloseable {
 
   /** Starts {@code serve} for {@code fleet} with {@code --set} overrides; waits (up to 3 minutes) until it serves. */
   static ReplicaProcess start(Path fleet, String token, String... sets) throws IOException {
+    return start(fleet, java.util.Map.of("NARWHAL_ADMIN_TOKEN", token), sets);
+  }
+
+  /** As {@link #start(Path, String, String...)} with these environment variables (the admin token among them). */
+  static ReplicaProcess start(Path fleet, java.util.Map<String, String> env, String... sets) throws IOException {
     List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xmx256m", "-cp", classpath(), NarwhalCommand.class.getName(), "serve", "--fleet", fleet.toString(), "--cluster"));
     for (String set : sets) command.addAll(List.of("--set", set));
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-    builder.environment().put("NARWHAL_ADMIN_TOKEN", token);
+    builder.environment().putAll(env);
     Process process = builder.start();
     CompletableFuture<Integer> port = new CompletableFuture<>();
     List<String> output = new ArrayList<>();
@@ -117,18 +122,23 @@ final class ReplicaProcess implements AutoCloseable {
     if (kill.waitFor() != 0) throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
   }
 
-  /** {@code GET /narwhal/state}, or null when the replica does not answer within 2 s. */
-  JsonObject state() {
+  /** {@code GET path}: the status and body, or null when the replica does not answer within 2 s. */
+  HttpResponse<String> get(String path) {
     try {
-      HttpResponse<String> resp = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/narwhal/state"))
-          .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
-      return resp.statusCode() == 200 ? new JsonObject(resp.body()) : null;
+      return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(2)).build(),
+          HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
       return null;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return null;
     }
+  }
+
+  /** {@code GET /narwhal/state}, or null when the replica does not answer within 2 s. */
+  JsonObject state() {
+    HttpResponse<String> resp = get("/narwhal/state");
+    return resp != null && resp.statusCode() == 200 ? new JsonObject(resp.body()) : null;
   }
 
   /** The engine's state in this replica's {@code /narwhal/state}, or null when it does not answer. */

@@ -259,11 +259,15 @@ final class RouterInstance extends VerticleBase {
         .put("data", ar.succeeded() ? ar.result() : new JsonArray())));
   }
 
-  /** Readiness: false at once when the replica drains (it still serves), else what placement says. */
+  /**
+   * Readiness: false at once when the replica drains (it still serves), or when the members it is configured to join
+   * refuse it (docs/operations.md#what-the-cluster-remembers), else what placement says.
+   */
   private void ready(RoutingContext rc) {
-    if (shared.admission().draining()) {
+    String refusal = narwhal.common.bus.ClusterView.of(vertx).refusal();
+    if (shared.admission().draining() || refusal != null) {
       rc.response().setStatusCode(503).putHeader("content-type", "application/json")
-          .end(new JsonObject().put("ready", false).put("reason", DRAINING).encode());
+          .end(new JsonObject().put("ready", false).put("reason", refusal != null ? refusal : DRAINING).encode());
       return;
     }
     ctx.controlBus().state().onComplete(ar -> {
@@ -296,14 +300,16 @@ final class RouterInstance extends VerticleBase {
                 .put("backoff", e.getValue("backoff")).put("quarantine_until_ms", e.getValue("quarantine_until_ms")));
       }
       rc.json(new JsonObject().put("model", config.get().model()).put("models", p.getJsonObject("models")).put("engines", engines)
-          .put("ready", p.getBoolean("ready", false) && !shared.admission().draining())
+          .put("ready", p.getBoolean("ready", false) && !shared.admission().draining()
+              && narwhal.common.bus.ClusterView.of(vertx).refusal() == null)
           .put("draining", shared.admission().draining()).put("in_flight", shared.admission().inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))
           .put("shared_state", b.getString("shared_state", "closed"))
           .put("placement", p.getJsonObject("placement"))
           .put("restart_pending", new JsonArray(List.copyOf(shared.restartPending().get())))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
           .put("handoffs_left", shared.metrics().handoffsLeft())
-          .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
+          .put("cluster_members", new JsonArray(List.copyOf(shared.members().get())))
+          .put("cluster", narwhal.common.bus.ClusterView.of(vertx).toJson()));
     });
   }
 

@@ -95,6 +95,7 @@ public final class RouterVerticle extends VerticleBase {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
+      clusterGauges(registry);
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
           new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> {
@@ -113,6 +114,18 @@ public final class RouterVerticle extends VerticleBase {
       return vertx.deployVerticle(() -> instance(new RouterInstance(shared, listenPort)),
           new DeploymentOptions().setInstances(cfg.server().eventLoops()));
     }).recover(err -> closeJournal().eventually(() -> tracing.close(vertx)).transform(x -> Future.failedFuture(err)));
+  }
+
+  /** This replica's standing in its cluster ({@link narwhal.common.bus.ClusterView}, docs/metrics.md). */
+  private void clusterGauges(MeterRegistry registry) {
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.members", vertx, v -> narwhal.common.bus.ClusterView.of(v).membersSeen())
+        .description("router replicas in the cluster this replica is in, itself included").register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.members.expected", vertx,
+        v -> narwhal.common.bus.ClusterView.of(v).membersExpected()).description("router replicas the cluster should have (cluster.expected_members)")
+        .register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.refused", vertx, v -> narwhal.common.bus.ClusterView.of(v).refusal() == null ? 0 : 1)
+        .description("1 while the members this replica is configured to join refuse it (another cluster.name or cluster.tls.enabled)")
+        .register(registry);
   }
 
   private synchronized RouterInstance instance(RouterInstance instance) {
