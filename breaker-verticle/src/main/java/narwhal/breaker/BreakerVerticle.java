@@ -68,7 +68,8 @@ public final class BreakerVerticle extends VerticleBase {
     cfg.engines().forEach(e -> metrics.track(e.iid()));
     guard = new SharedStateGuard(vertx, cfg.cluster().sharedState(), registry, journal);
     SharedBreakerState shared = new SharedBreakerState(sharedData.apply(vertx.sharedData()), guard);
-    sync = new ClusterSync(vertx, book, shared, guard, origin, clockMs);
+    sync = new ClusterSync(vertx, book, shared, guard, origin, clockMs,
+        new DecisionFile(vertx, cfg.cluster().decisionsPath(), origin), journal);
     OutcomeIntake intake = new OutcomeIntake(book, sync, metrics, journal);
     prober = new Prober(vertx, config, env);
     probes = new ProbeScheduler(vertx, config, book, prober, shared, sync, intake, metrics, journal);

@@ -41,14 +41,19 @@ final class ClusterSync {
   private final SharedStateGuard guard;
   private final String origin;
   private final LongSupplier clockMs;
+  private final DecisionFile decisions;
+  private final BreakerJournal journal;
   private final Map<String, Long> expiryTimers = new HashMap<>();
   private final Map<String, Long> expiryAt = new HashMap<>();
   private Runnable onExpiry = () -> { };
   private long resyncTimer = -1;
   private boolean resyncing;
 
-  ClusterSync(Vertx vertx, BreakerBook book, SharedBreakerState shared, SharedStateGuard guard, String origin, LongSupplier clockMs) {
+  ClusterSync(Vertx vertx, BreakerBook book, SharedBreakerState shared, SharedStateGuard guard, String origin, LongSupplier clockMs,
+              DecisionFile decisions, BreakerJournal journal) {
     this.vertx = vertx;
+    this.decisions = decisions;
+    this.journal = journal;
     this.book = book;
     this.shared = shared;
     this.guard = guard;
@@ -61,12 +66,49 @@ final class ClusterSync {
     this.onExpiry = tick;
   }
 
-  /** Registers the cluster consumers and reads the shared state; a failure fails the start (no serving on an unread state). */
+  /**
+   * Registers the cluster consumers and reads the shared state; a failure fails the start (no serving on an unread
+   * state). A replica that finds the cluster holding no engine state starts it: from the decisions file when
+   * {@code cluster.decisions_path} is set, else from its fleet file alone, and says so in its log and journal.
+   */
   Future<Void> start() {
     List<MessageConsumer<JsonObject>> consumers = List.of(
         vertx.eventBus().consumer(Addresses.FLEET_CHANGED, msg -> applyShared(msg.body())),
         vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> streakChanged(msg.body())));
-    return Future.all(consumers.stream().map(MessageConsumer::completion).toList()).compose(v -> resync());
+    return Future.all(consumers.stream().map(MessageConsumer::completion).toList()).compose(v -> startingPoint()).compose(v -> resync());
+  }
+
+  private Future<Void> startingPoint() {
+    return shared.states().compose(list -> {
+      if (list.stream().anyMatch(json -> EngineStateEvent.fromJson(json) != null)) return Future.succeededFuture();
+      return decisions.read().map(found -> {
+        restore(found);
+        return null;
+      });
+    });
+  }
+
+  /** Takes the kept decisions about engines this replica lists (a quarantine whose end has passed is over). */
+  private void restore(List<EngineStateEvent> found) {
+    long now = clockMs.getAsLong();
+    List<EngineStateEvent> restored = found.stream().filter(e -> book.knows(e.iid()))
+        .filter(e -> e.state() != narwhal.common.bus.EngineState.QUARANTINED || e.untilMs() > now).toList();
+    restored.forEach(e -> applyShared(e.toJson()));
+    JsonObject row = new JsonObject().put("event", "cluster_start");
+    if (decisions.enabled()) {
+      io.vertx.core.json.JsonArray list = new io.vertx.core.json.JsonArray();
+      restored.forEach(e -> list.add(e.toJson()));
+      row.put("from", "decisions_file").put("path", decisions.path()).put("restored", list);
+      LOG.info("the cluster holds no engine state: this replica starts it from " + decisions.path() + " (cluster.decisions_path): "
+          + (restored.isEmpty() ? "no operator decision in force" : restored.stream().map(e -> e.iid() + " " + e.state().wireName()
+          + (e.untilMs() > 0 && e.state() == narwhal.common.bus.EngineState.QUARANTINED ? " until " + java.time.Instant.ofEpochMilli(e.untilMs()) : "")
+          + " (" + e.cause() + ", decided by " + e.origin() + ")").collect(java.util.stream.Collectors.joining(", "))));
+    } else {
+      row.put("from", "fleet_file");
+      LOG.info("the cluster holds no engine state: this replica starts it from its fleet file (every engine serving once its "
+          + "checks pass); operator decisions made before a stop of every replica are not kept (cluster.decisions_path is not set)");
+    }
+    journal.acceptOnceOpen(row);
   }
 
   void arm(long monitorIntervalMs) {
@@ -82,6 +124,7 @@ final class ClusterSync {
 
   /** Makes a state the book decided cluster state; a quarantine's expiry is published on this replica only. */
   Future<Void> publish(EngineStateEvent event) {
+    keepDecisions();
     if (event.state() == narwhal.common.bus.EngineState.QUARANTINED) scheduleExpiry(event.iid());
     boolean everyReplicaDecides = "quarantine_expired".equals(event.cause());
     return write(event, everyReplicaDecides);
@@ -154,9 +197,21 @@ final class ClusterSync {
     }
     EngineStateEvent event = EngineStateEvent.fromJson(json);
     if (event == null) return;
-    book.applyRemote(event).ifPresent(change -> LOG.fine(() -> "engine " + change.iid() + ": " + change.from().wireName()
-        + " → " + change.to().wireName() + " (" + change.cause() + ", decided by " + event.origin() + ")"));
+    book.applyRemote(event).ifPresent(change -> {
+      LOG.info(() -> "engine " + change.iid() + ": " + change.from().wireName() + " → " + change.to().wireName() + " ("
+          + change.cause() + ", decided by " + event.origin() + ")");
+      journal.accept(new JsonObject().put("event", "engine_state").put("iid", change.iid()).put("from", change.from().wireName())
+          .put("to", change.to().wireName()).put("cause", change.cause()).put("decided_by", event.origin()));
+    });
     scheduleExpiry(event.iid());
+    keepDecisions();
+  }
+
+  private void keepDecisions() {
+    if (!decisions.enabled()) return;
+    List<EngineStateEvent> held = new ArrayList<>();
+    book.engines().forEach(e -> book.stateEvent(e.iid()).ifPresent(held::add));
+    decisions.update(held);
   }
 
   private void streakChanged(JsonObject json) {

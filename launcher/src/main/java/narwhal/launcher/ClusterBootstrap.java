@@ -53,6 +53,7 @@ public final class ClusterBootstrap {
     Config config = baseConfig();
     config.setClusterName(cluster.name());
     config.setLiteMember(liteMember);
+    config.getMemberAttributeConfig().setAttribute(ClusterHealth.TLS_ATTRIBUTE, String.valueOf(cluster.tls().enabled()));
     NetworkConfig network = config.getNetworkConfig();
     network.setPort(cluster.port()).setPortAutoIncrement(true);
     if (!ClusterConfig.isWildcard(cluster.host())) {

@@ -45,6 +45,7 @@ public final class NarwhalNode {
   private final Vertx vertx;
   private final PrometheusMeterRegistry registry;
   private final HazelcastClusterManager cluster;
+  private final ClusterHealth health;
   private final AtomicReference<NarwhalConfig> config;
   private final UnaryOperator<String> env;
   private final EngineFacts facts = new EngineFacts();
@@ -54,11 +55,12 @@ public final class NarwhalNode {
   private Future<Void> stopping;
   private FleetFileWatcher watcher;
 
-  private NarwhalNode(Vertx vertx, PrometheusMeterRegistry registry, HazelcastClusterManager cluster, NarwhalConfig config,
-                      UnaryOperator<String> env) {
+  private NarwhalNode(Vertx vertx, PrometheusMeterRegistry registry, HazelcastClusterManager cluster, ClusterHealth health,
+                      NarwhalConfig config, UnaryOperator<String> env) {
     this.vertx = vertx;
     this.registry = registry;
     this.cluster = cluster;
+    this.health = health;
     this.config = new AtomicReference<>(config);
     this.env = env;
   }
@@ -104,7 +106,7 @@ public final class NarwhalNode {
 
   /** Runs preflight alone against the configured fleet (starting the embedded one if configured), never clustered. */
   public static Future<PreflightReport> preflight(NarwhalConfig config, Consumer<String> out) {
-    NarwhalNode node = new NarwhalNode(Vertx.vertx(), new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), null, config,
+    NarwhalNode node = new NarwhalNode(Vertx.vertx(), new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), null, null, config,
         System::getenv);
     Promise<PreflightReport> done = Promise.promise();
     node.startSims()
@@ -113,13 +115,33 @@ public final class NarwhalNode {
     return done.future();
   }
 
+  /**
+   * Builds Vert.x, joined to the cluster when clustered; a replica the configured members refuse (another
+   * {@code cluster.name} or {@code cluster.tls.enabled}) gives up after {@code cluster.join_timeout_s} ({@link ClusterHealth}).
+   */
   private static Future<NarwhalNode> create(NarwhalConfig config, UnaryOperator<String> env) {
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     HazelcastClusterManager cluster = config.cluster().enabled() ? ClusterBootstrap.clusterManager(config.cluster(), false) : null;
+    ClusterHealth health = cluster == null ? null : ClusterHealth.watch(config.cluster());
     VertxOptions options = new VertxOptions().setPreferNativeTransport(true)
         .setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true));
-    return ClusterBootstrap.start(options, GuardedMetricsFactory.micrometer(registry, config.metrics().vertxHttp()), config.cluster(), cluster, env)
-        .map(vertx -> new NarwhalNode(vertx, registry, cluster, config, env));
+    Promise<NarwhalNode> created = Promise.promise();
+    ClusterBootstrap.start(options, GuardedMetricsFactory.micrometer(registry, config.metrics().vertxHttp()), config.cluster(), cluster, env)
+        .onFailure(err -> {
+          if (health != null) health.close();
+          created.fail(err);
+        })
+        .onSuccess(vertx -> {
+          NarwhalNode node = new NarwhalNode(vertx, registry, cluster, health, config, env);
+          if (health == null) {
+            created.complete(node);
+            return;
+          }
+          // closing is not chained: the chain's futures belong to an event loop that close() ends
+          health.joined(vertx, cluster).onSuccess(v -> created.complete(node))
+              .onFailure(err -> node.close().onComplete(x -> created.fail(err)));
+        });
+    return created.future();
   }
 
   private Future<Void> startSims() {
@@ -181,7 +203,8 @@ public final class NarwhalNode {
     String transport = vertx.isNativeTransportEnabled() ? "epoll transport"
         : "NIO transport (native: " + vertx.unavailableNativeTransportCause() + ")";
     if (cluster == null) return "single node (not clustered), " + transport;
-    return transport + ", clustered: member of \"" + cfg.cluster().name() + "\" with " + clusterMembers().size() + " member(s)"
+    return transport + ", clustered: member of \"" + cfg.cluster().name() + "\" with " + health.membersSeen() + " member(s)"
+        + (health.membersExpected() > 0 ? " of " + health.membersExpected() + " expected" : "")
         + ", Hazelcast on " + cluster.getHazelcastInstance().getCluster().getLocalMember().getAddress()
         + (cfg.cluster().tls().enabled() ? ", event bus TLS" : "");
   }
@@ -263,7 +286,10 @@ public final class NarwhalNode {
     Promise<Void> closed = Promise.promise();
     Future<Void> chain = Future.succeededFuture();
     for (SimEngine sim : sims) chain = chain.compose(v -> sim.close());
-    chain.onComplete(ar -> vertx.close().onComplete(closed));
+    chain.onComplete(ar -> vertx.close().onComplete(v -> {
+      if (health != null) health.close();
+      closed.handle(v);
+    }));
     return closed.future();
   }
 }

@@ -29,13 +29,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @Timeout(90)
 class EventBusTlsTest {
-  private static final String PASSWORD = "test-store-password";
+  static final String PASSWORD = "test-store-password";
   private static final UnaryOperator<String> ENV = name -> "NARWHAL_CLUSTER_TLS_PASSWORD".equals(name) ? PASSWORD : null;
 
   @TempDir
   Path dir;
 
   private Path keyStore() throws Exception {
+    return keyStore(dir);
+  }
+
+  /** A PKCS12 key store with one self-signed certificate for 127.0.0.1, password {@value #PASSWORD}. */
+  static Path keyStore(Path dir) throws Exception {
     Path store = dir.resolve("cluster.p12");
     Process keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(),
         "-genkeypair", "-alias", "narwhal-cluster", "-keyalg", "EC", "-groupname", "secp256r1",

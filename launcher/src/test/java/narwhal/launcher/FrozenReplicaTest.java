@@ -3,10 +3,7 @@ package narwhal.launcher;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import picocli.CommandLine;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -40,7 +37,7 @@ class FrozenReplicaTest {
       assertEquals("serving", b.engineState("D1"));
       b.signal("STOP");
       Thread.sleep(FREEZE_MS);
-      int exit = admin(file, "eject", "D1");
+      int exit = ReplicaProcess.admin(file, "eject", "D1");
       assertEquals(0, exit, "the admin command went through the replica that was not frozen");
       assertEquals("ejected", a.engineState("D1"));
       b.signal("CONT");
@@ -52,15 +49,6 @@ class FrozenReplicaTest {
     } finally {
       h.close();
     }
-  }
-
-  private static int admin(Path fleet, String... args) {
-    AdminCli command = new AdminCli();
-    command.env = ClusterHarness.ENV;
-    StringWriter out = new StringWriter();
-    String[] all = java.util.stream.Stream.concat(java.util.Arrays.stream(args), java.util.stream.Stream.of("--fleet", fleet.toString(),
-        "--timeout", "60")).toArray(String[]::new);
-    return new CommandLine(command).setOut(new PrintWriter(out, true)).setErr(new PrintWriter(out, true)).execute(all);
   }
 
   /** Polls the replica until the engine is in {@code state} (up to a minute: the split clusters merge within seconds). */

@@ -31,19 +31,26 @@ final class ReplicaProcess implements AutoCloseable {
 
   private final Process process;
   private final int port;
+  private final List<String> output;
 
-  private ReplicaProcess(Process process, int port) {
+  private ReplicaProcess(Process process, int port, List<String> output) {
     this.process = process;
     this.port = port;
+    this.output = output;
   }
 
   /** Starts {@code serve} for {@code fleet} with {@code --set} overrides; waits (up to 3 minutes) until it serves. */
   static ReplicaProcess start(Path fleet, String token, String... sets) throws IOException {
+    return start(fleet, java.util.Map.of("NARWHAL_ADMIN_TOKEN", token), sets);
+  }
+
+  /** As {@link #start(Path, String, String...)} with these environment variables (the admin token among them). */
+  static ReplicaProcess start(Path fleet, java.util.Map<String, String> env, String... sets) throws IOException {
     List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xmx256m", "-cp", classpath(), NarwhalCommand.class.getName(), "serve", "--fleet", fleet.toString(), "--cluster"));
     for (String set : sets) command.addAll(List.of("--set", set));
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-    builder.environment().put("NARWHAL_ADMIN_TOKEN", token);
+    builder.environment().putAll(env);
     Process process = builder.start();
     CompletableFuture<Integer> port = new CompletableFuture<>();
     List<String> output = new ArrayList<>();
@@ -64,7 +71,7 @@ final class ReplicaProcess implements AutoCloseable {
     reader.setDaemon(true);
     reader.start();
     try {
-      return new ReplicaProcess(process, port.get(3, TimeUnit.MINUTES));
+      return new ReplicaProcess(process, port.get(3, TimeUnit.MINUTES), output);
     } catch (Exception e) {
       process.destroyForcibly();
       synchronized (output) {
@@ -79,6 +86,33 @@ final class ReplicaProcess implements AutoCloseable {
     return cp != null && !cp.isBlank() ? cp : System.getProperty("java.class.path");
   }
 
+  /** Every line the replica printed so far (its log included). */
+  String output() {
+    synchronized (output) {
+      return String.join("\n", output);
+    }
+  }
+
+  /** Runs {@code narwhal admin ARGS --fleet FLEET} as an operator does (in this JVM, as a lite member); its exit code. */
+  static int admin(Path fleet, String... args) {
+    return adminOutput(fleet, args).exit();
+  }
+
+  /** What {@code narwhal admin} printed and its exit code. */
+  record AdminRun(int exit, String text) {
+  }
+
+  static AdminRun adminOutput(Path fleet, String... args) {
+    AdminCli command = new AdminCli();
+    command.env = ClusterHarness.ENV;
+    java.io.StringWriter out = new java.io.StringWriter();
+    String[] all = java.util.stream.Stream.concat(java.util.Arrays.stream(args), java.util.stream.Stream.of("--fleet", fleet.toString(),
+        "--timeout", "60")).toArray(String[]::new);
+    int exit = new picocli.CommandLine(command).setOut(new java.io.PrintWriter(out, true)).setErr(new java.io.PrintWriter(out, true))
+        .execute(all);
+    return new AdminRun(exit, out.toString());
+  }
+
   long pid() {
     return process.pid();
   }
@@ -88,18 +122,23 @@ final class ReplicaProcess implements AutoCloseable {
     if (kill.waitFor() != 0) throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
   }
 
-  /** {@code GET /narwhal/state}, or null when the replica does not answer within 2 s. */
-  JsonObject state() {
+  /** {@code GET path}: the status and body, or null when the replica does not answer within 2 s. */
+  HttpResponse<String> get(String path) {
     try {
-      HttpResponse<String> resp = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/narwhal/state"))
-          .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
-      return resp.statusCode() == 200 ? new JsonObject(resp.body()) : null;
+      return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(2)).build(),
+          HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
       return null;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return null;
     }
+  }
+
+  /** {@code GET /narwhal/state}, or null when the replica does not answer within 2 s. */
+  JsonObject state() {
+    HttpResponse<String> resp = get("/narwhal/state");
+    return resp != null && resp.statusCode() == 200 ? new JsonObject(resp.body()) : null;
   }
 
   /** The engine's state in this replica's {@code /narwhal/state}, or null when it does not answer. */

@@ -3,6 +3,7 @@ package narwhal.router;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.ClusterView;
 import narwhal.common.bus.LocalPlacement;
 import narwhal.common.bus.Readiness;
 
@@ -24,11 +25,17 @@ final class ReadinessAnswer {
     this.routerVertx = routerVertx;
   }
 
-  /** 200 {@code {"ready": true}}, or 503 with the reason: draining first, else what placement says. */
+  /**
+   * 200 {@code {"ready": true}}, or 503 with the reason: draining first, then members this replica is configured to
+   * join refusing it (docs/operations.md#what-the-cluster-remembers), else what placement says.
+   */
   void ready(HttpServerResponse response) {
     JsonObject body;
+    String refusal = ClusterView.of(routerVertx).refusal();
     if (admission.draining()) {
       body = new JsonObject().put("ready", false).put("reason", RouterInstance.DRAINING);
+    } else if (refusal != null) {
+      body = new JsonObject().put("ready", false).put("reason", refusal);
     } else {
       LocalPlacement placement = LocalPlacement.of(routerVertx);
       Readiness readiness = placement == null ? Readiness.NO_PLACEMENT : placement.readiness();

@@ -278,17 +278,19 @@ final class RouterInstance extends VerticleBase {
             .filter(e -> engine.getString("iid").equals(e.getString("iid"))).findFirst()
             .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks"))
                 .put("last_probe", e.getString("last_probe")).put("next_probe_ms", e.getValue("next_probe_ms"))
-                .put("backoff", e.getValue("backoff")));
+                .put("backoff", e.getValue("backoff")).put("quarantine_until_ms", e.getValue("quarantine_until_ms")));
       }
       rc.json(new JsonObject().put("model", config.get().model()).put("models", p.getJsonObject("models")).put("engines", engines)
-          .put("ready", p.getBoolean("ready", false) && !shared.admission().draining())
+          .put("ready", p.getBoolean("ready", false) && !shared.admission().draining()
+              && narwhal.common.bus.ClusterView.of(vertx).refusal() == null)
           .put("draining", shared.admission().draining()).put("in_flight", shared.admission().inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))
           .put("shared_state", b.getString("shared_state", "closed"))
           .put("placement", p.getJsonObject("placement"))
           .put("restart_pending", new JsonArray(List.copyOf(shared.restartPending().get())))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", shared.retryBudget().credits())
           .put("handoffs_left", shared.metrics().handoffsLeft())
-          .put("cluster_members", new JsonArray(List.copyOf(shared.members().get()))));
+          .put("cluster_members", new JsonArray(List.copyOf(shared.members().get())))
+          .put("cluster", narwhal.common.bus.ClusterView.of(vertx).toJson()));
     });
   }
 

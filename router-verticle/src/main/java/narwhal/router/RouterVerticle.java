@@ -96,10 +96,14 @@ public final class RouterVerticle extends VerticleBase {
       RouterMetrics metrics = new RouterMetrics(registry, retryBudget::credits, cfg.engines());
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
+      clusterGauges(registry);
       shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
           new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners(),
           new ReadinessAnswer(admission, vertx));
-      vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> journal.append(msg.body()));
+      vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> {
+        journal.append(msg.body());
+        if (msg.replyAddress() != null) msg.reply(null);
+      });
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> {
@@ -119,6 +123,18 @@ public final class RouterVerticle extends VerticleBase {
     if (cfg.server().healthPort() == narwhal.common.config.ServerConfig.NO_HEALTH_PORT) return Future.succeededFuture();
     return HealthListener.start(cfg.server().host(), cfg.server().healthPort(), shared.readiness())
         .onSuccess(listener -> health = listener).mapEmpty();
+  }
+
+  /** This replica's standing in its cluster ({@link narwhal.common.bus.ClusterView}, docs/metrics.md). */
+  private void clusterGauges(MeterRegistry registry) {
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.members", vertx, v -> narwhal.common.bus.ClusterView.of(v).membersSeen())
+        .description("router replicas in the cluster this replica is in, itself included").register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.members.expected", vertx,
+        v -> narwhal.common.bus.ClusterView.of(v).membersExpected()).description("router replicas the cluster should have (cluster.expected_members)")
+        .register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.refused", vertx, v -> narwhal.common.bus.ClusterView.of(v).refusal() == null ? 0 : 1)
+        .description("1 while the members this replica is configured to join refuse it (another cluster.name or cluster.tls.enabled)")
+        .register(registry);
   }
 
   private synchronized RouterInstance instance(RouterInstance instance) {

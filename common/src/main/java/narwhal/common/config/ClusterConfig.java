@@ -14,15 +14,18 @@ import java.util.Set;
  * Kubernetes discovery of a service's pods for {@code "kubernetes"}), the port and host this
  * replica binds for cluster traffic (the event bus binds the same host), the address it advertises
  * to the others when the bound one is not reachable as such ({@code public_host}: 0.0.0.0, NAT;
- * "" = {@code host}), optional TLS for the event bus between replicas, and how the breaker guards its
- * shared-state operations.
+ * "" = {@code host}), optional TLS for the event bus between replicas, how the breaker guards its
+ * shared-state operations, the file operator decisions are kept in across a full stop ({@code decisions_path}, "" =
+ * none), how long a start waits for members that refuse this replica ({@code join_timeout_s}) and how many members
+ * the cluster is expected to have ({@code expected_members}, 0 = the number of seed members).
  */
 public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host,
                             String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls,
-                            StateGuard sharedState) {
+                            StateGuard sharedState, String decisionsPath, double joinTimeoutS, int expectedMembers) {
 
   static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host", "public_host", "discovery",
-      "kubernetes", "tls", "shared_state");
+      "kubernetes", "tls", "shared_state", "decisions_path", "join_timeout_s", "expected_members");
+  static final double DEFAULT_JOIN_TIMEOUT_S = 30;
   private static final String MEMBERS_EXPECTATION = "a non-empty list of \"host\" or \"host:port\"";
 
   /** How members find each other. */
@@ -51,6 +54,13 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     Objects.requireNonNull(kubernetes, "kubernetes");
     Objects.requireNonNull(tls, "tls");
     Objects.requireNonNull(sharedState, "sharedState");
+    Objects.requireNonNull(decisionsPath, "decisionsPath");
+  }
+
+  /** Without a decisions file, with the default join timeout and expected members. */
+  public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host,
+                       String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls, StateGuard sharedState) {
+    this(enabled, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState, "", DEFAULT_JOIN_TIMEOUT_S, 0);
   }
 
   /** A TCP-IP cluster advertising its bind address. */
@@ -75,7 +85,21 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
 
   /** The same membership with clustering switched on (the {@code --cluster} flag). */
   public ClusterConfig enable() {
-    return new ClusterConfig(true, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState);
+    return new ClusterConfig(true, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState,
+        decisionsPath, joinTimeoutS, expectedMembers);
+  }
+
+  public long joinTimeoutMs() {
+    return Seconds.toMillis(joinTimeoutS);
+  }
+
+  /**
+   * How many members the cluster should have: {@code expected_members}, or when 0 the number of seed members (TCP-IP;
+   * a list of every replica's {@code host:port}), or 0 (no expectation) with Kubernetes discovery.
+   */
+  public int expectedMemberCount() {
+    if (expectedMembers > 0) return expectedMembers;
+    return discovery == Discovery.KUBERNETES ? 0 : members.size();
   }
 
   /** The address other members and the event bus reach this replica at. */
@@ -99,7 +123,10 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         discovery,
         Kubernetes.read(r.section("kubernetes", Kubernetes.KEYS), discovery == Discovery.KUBERNETES),
         Tls.read(r.section("tls", Tls.KEYS)),
-        StateGuard.read(r.section("shared_state", StateGuard.KEYS)));
+        StateGuard.read(r.section("shared_state", StateGuard.KEYS)),
+        r.anyString("decisions_path", ""),
+        r.number("join_timeout_s", DEFAULT_JOIN_TIMEOUT_S, v -> v >= 1 && v <= 3600, "a number of seconds from 1 to 3600"),
+        r.integer("expected_members", 0, 0, 1000));
   }
 
   /** 0.0.0.0 or ::, which bind every interface but reach no one. */
@@ -135,7 +162,10 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
         .put("discovery", discovery.wireName())
         .put("kubernetes", kubernetes.toJson())
         .put("tls", tls.toJson())
-        .put("shared_state", sharedState.toJson());
+        .put("shared_state", sharedState.toJson())
+        .put("decisions_path", decisionsPath)
+        .put("join_timeout_s", Seconds.toJson(joinTimeoutS))
+        .put("expected_members", expectedMembers);
 
   }
 

@@ -1,0 +1,182 @@
+package narwhal.launcher;
+
+import com.hazelcast.cluster.Member;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
+import narwhal.common.bus.ClusterView;
+import narwhal.common.config.ClusterConfig;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Whether a clustered replica is where its {@code cluster.*} says (docs/operations.md#what-the-cluster-remembers): the
+ * router members it sees against {@code cluster.expected_members}, and whether the members it is configured to join
+ * refuse it. Hazelcast has no API for a refused join; it logs one: the joiner gets a {@code ClusterMismatchOp} and
+ * logs "Node could not join cluster at node: ADDRESS Cause: the target cluster has a different cluster-name" on logger
+ * {@code com.hazelcast.cluster}, which this class reads. Event-bus TLS is not Hazelcast's: each member carries its
+ * {@code cluster.tls.enabled} as the member attribute {@value #TLS_ATTRIBUTE}, and the cluster's setting is its oldest
+ * router member's. A replica that is refused is not ready and, at start, gives up after {@code cluster.join_timeout_s};
+ * one whose peers are merely unreachable keeps serving and shows fewer members than expected.
+ */
+final class ClusterHealth implements ClusterView {
+  static final String TLS_ATTRIBUTE = "narwhal.event_bus_tls";
+  private static final Logger LOG = Logger.getLogger(ClusterHealth.class.getName());
+  private static final Pattern REFUSED = Pattern.compile(
+      "could not join cluster at node: \\[([^\\]]+)\\]:(\\d+) Cause: the target cluster has a different cluster-name");
+  private static final Pattern STRANGER = Pattern.compile("invalid join request from \\[([^\\]]+)\\]:(\\d+), cause: members part of different cluster");
+
+  private final ClusterConfig cluster;
+  /** Hazelcast's logger, held so that JUL keeps it (and the handler on it) for as long as this replica runs. */
+  private final Logger hazelcast = Logger.getLogger("com.hazelcast");
+  private final Handler handler = new RefusalLog();
+  private final Map<String, Long> refusedBy = new ConcurrentHashMap<>();
+  private final Set<String> strangers = ConcurrentHashMap.newKeySet();
+  private volatile HazelcastClusterManager manager;
+  private String reported;
+
+  private ClusterHealth(ClusterConfig cluster) {
+    this.cluster = cluster;
+  }
+
+  /** Starts reading Hazelcast's join log for {@code cluster}: call before the replica joins. */
+  static ClusterHealth watch(ClusterConfig cluster) {
+    ClusterHealth health = new ClusterHealth(cluster);
+    health.hazelcast.addHandler(health.handler);
+    return health;
+  }
+
+  /**
+   * Once joined: publishes this view on the node, checks it every second (an error in the log when this replica
+   * becomes refused, a warning for a replica of another cluster knocking), and completes when the configured members
+   * accept this replica, or fails after {@code cluster.join_timeout_s} with a message naming both sides.
+   */
+  Future<Void> joined(Vertx vertx, HazelcastClusterManager manager) {
+    this.manager = manager;
+    vertx.sharedData().getLocalMap(ClusterView.MAP).put(ClusterView.KEY, this);
+    vertx.setPeriodic(1_000, t -> report());
+    Promise<Void> accepted = Promise.promise();
+    long deadline = System.nanoTime() + cluster.joinTimeoutMs() * 1_000_000;
+    String why = refusal();
+    if (why != null) {
+      LOG.severe("cluster: " + why + "; waiting up to " + cluster.joinTimeoutS() + " s (cluster.join_timeout_s) for them to accept it");
+    }
+    awaitAccepted(vertx, deadline, accepted);
+    return accepted.future();
+  }
+
+  private void awaitAccepted(Vertx vertx, long deadline, Promise<Void> accepted) {
+    String why = refusal();
+    if (why == null) {
+      accepted.complete();
+    } else if (System.nanoTime() > deadline) {
+      accepted.fail(new IllegalStateException("cluster: " + why + "; gave up after cluster.join_timeout_s = " + cluster.joinTimeoutS()
+          + " s: give this replica the same cluster.name and cluster.tls.enabled as the others"));
+    } else {
+      vertx.setTimer(500, t -> awaitAccepted(vertx, deadline, accepted));
+    }
+  }
+
+  void close() {
+    hazelcast.removeHandler(handler);
+  }
+
+  private void report() {
+    String why = refusal();
+    if (why != null && !why.equals(reported)) LOG.severe("cluster: " + why + "; this replica is not ready until they accept it");
+    if (why == null && reported != null) LOG.info("cluster: the members accept this replica again");
+    reported = why;
+  }
+
+  private List<Member> routers() {
+    HazelcastClusterManager m = manager;
+    if (m == null) return List.of();
+    return m.getHazelcastInstance().getCluster().getMembers().stream().filter(member -> !member.isLiteMember()).toList();
+  }
+
+  private static String address(Member member) {
+    return member.getAddress().getHost() + ":" + member.getAddress().getPort();
+  }
+
+  private String local() {
+    HazelcastClusterManager m = manager;
+    return m == null ? cluster.advertisedHost() + ":" + cluster.port() : address(m.getHazelcastInstance().getCluster().getLocalMember());
+  }
+
+  @Override
+  public int membersSeen() {
+    return routers().size();
+  }
+
+  @Override
+  public int membersExpected() {
+    return cluster.expectedMemberCount();
+  }
+
+  @Override
+  public String refusal() {
+    List<Member> routers = routers();
+    routers.forEach(member -> refusedBy.remove(address(member)));
+    if (routers.size() <= 1 && !refusedBy.isEmpty()) {
+      return "the members at " + String.join(", ", refusedBy.keySet().stream().sorted().toList()) + " answer but refuse this replica ("
+          + local() + ", cluster.name \"" + cluster.name() + "\"): their cluster has another cluster.name";
+    }
+    if (routers.isEmpty() || routers.get(0).localMember()) return null;
+    Member oldest = routers.get(0);
+    String theirs = oldest.getAttribute(TLS_ATTRIBUTE);
+    String mine = String.valueOf(cluster.tls().enabled());
+    if (theirs != null && !theirs.equals(mine)) {
+      return "the cluster's oldest member " + address(oldest) + " runs with cluster.tls.enabled = " + theirs + ", this replica ("
+          + local() + ") with " + mine + ": their event buses cannot talk to each other";
+    }
+    return null;
+  }
+
+  @Override
+  public JsonObject toJson() {
+    String why = refusal();
+    JsonObject json = new JsonObject().put("clustered", true).put("name", cluster.name()).put("members_seen", membersSeen())
+        .put("members_expected", membersExpected());
+    if (why != null) json.put("refused", why);
+    if (!strangers.isEmpty()) json.put("refused_to", new JsonArray(strangers.stream().sorted().toList()));
+    return json;
+  }
+
+  /** Reads the refusals Hazelcast logs for this replica's cluster name (the prefix of every line of this member). */
+  private final class RefusalLog extends Handler {
+    @Override
+    public void publish(LogRecord record) {
+      String message = record.getMessage();
+      if (message == null || !message.contains("[" + cluster.name() + "]")) return;
+      Matcher refused = REFUSED.matcher(message);
+      if (refused.find()) {
+        refusedBy.put(refused.group(1) + ":" + refused.group(2), System.currentTimeMillis());
+        return;
+      }
+      Matcher stranger = STRANGER.matcher(message);
+      if (stranger.find() && strangers.add(stranger.group(1) + ":" + stranger.group(2))) {
+        LOG.warning("cluster: a replica at " + stranger.group(1) + ":" + stranger.group(2) + " with another cluster.name tried to join "
+            + "this cluster (\"" + cluster.name() + "\"); it is refused");
+      }
+    }
+
+    @Override
+    public void flush() {
+    }
+
+    @Override
+    public void close() {
+    }
+  }
+}
