@@ -28,12 +28,16 @@ final class ResponseOwners {
     }
   };
 
-  /** Records that engine {@code iid} answered response {@code id}; the shared write is fire-and-forget. */
-  void answered(Vertx vertx, String id, String iid) {
+  /**
+   * Records that engine {@code iid} answered response {@code id}: here at once, in the cluster's map by the returned
+   * future (which never fails; a write the shared state cannot take within a second leaves the local record only).
+   */
+  Future<Void> answered(Vertx vertx, String id, String iid) {
     synchronized (local) {
       local.put(id, iid);
     }
-    shared(vertx).onSuccess(map -> map.put(id, iid, TimeUnit.HOURS.toMillis(TTL_HOURS)));
+    return shared(vertx).compose(map -> map.put(id, iid, TimeUnit.HOURS.toMillis(TTL_HOURS)))
+        .timeout(LOOKUP_TIMEOUT_MS, TimeUnit.MILLISECONDS).otherwiseEmpty();
   }
 
   /** The engine that answered response {@code id}, or null. */

@@ -68,6 +68,8 @@ final class WholeRequest implements Admission.Cuttable {
   private long outputBytes;
   private Buffer head = Buffer.buffer();
   private String responseId;
+  /** Completes once the engine of {@link #responseId} is recorded for follow-ups: the client's answer ends after it. */
+  private Future<Void> ownerRecorded = Future.succeededFuture();
   private JsonObject usage;
   /** The fault of the latest failed attempt: a retry that finds no credit ends the request with it. */
   private EngineFault lastFault;
@@ -156,7 +158,7 @@ final class WholeRequest implements Admission.Cuttable {
           firstByteNanos = System.nanoTime() - request.arrivedNanos();
           client.setStatusCode(200).setChunked(true).putHeader("content-type", type).putHeader("cache-control", "no-cache");
         }
-        scan(chunk);
+        scan(chunk, r);
         outputBytes += chunk.length();
         client.write(chunk);
         if (client.writeQueueFull()) {
@@ -177,18 +179,18 @@ final class WholeRequest implements Admission.Cuttable {
     if (stream) armReadTimer(end);
     resp.resume();
     return end.future().onComplete(ar -> cancelReadTimer()).map(v -> {
-      if (!stream) answer(resp, whole);
+      if (!stream) answer(r, resp, whole);
       completed(r, resp.statusCode());
       return null;
     });
   }
 
-  private void answer(HttpClientResponse resp, Buffer body) {
+  private void answer(Reservation r, HttpClientResponse resp, Buffer body) {
     committed = true;
     firstByteNanos = System.nanoTime() - request.arrivedNanos();
     outputBytes = body.length();
     if (resp.statusCode() == 200) {
-      scan(body);
+      scan(body, r);
       try {
         if (new JsonObject(body).getValue("usage") instanceof JsonObject u) usage = u;
       } catch (RuntimeException notJson) {
@@ -196,17 +198,22 @@ final class WholeRequest implements Admission.Cuttable {
       }
     }
     String type = resp.getHeader("content-type");
-    client.setStatusCode(resp.statusCode()).putHeader("content-type", type == null ? "application/json" : type).end(body);
+    client.setStatusCode(resp.statusCode()).putHeader("content-type", type == null ? "application/json" : type);
+    ownerRecorded.onComplete(x -> client.end(body));
   }
 
-  /** Finds a {@code /v1/responses} answer's id in its first bytes. */
-  private void scan(Buffer chunk) {
+  /**
+   * Finds a {@code /v1/responses} answer's id in its first bytes and records its engine at once: a client may send the
+   * follow-up the moment its answer ends, through any replica.
+   */
+  private void scan(Buffer chunk, Reservation r) {
     if (responseId != null || !"/v1/responses".equals(request.endpoint()) || head.length() >= ID_SCAN_BYTES) return;
     head.appendBuffer(chunk, 0, Math.min(chunk.length(), ID_SCAN_BYTES - head.length()));
     Matcher m = RESPONSE_ID.matcher(head.toString(java.nio.charset.StandardCharsets.UTF_8));
     if (m.find()) {
       responseId = m.group(1);
       head = null;
+      ownerRecorded = owners.answered(ctx.vertx(), responseId, r.iid());
     }
   }
 
@@ -227,7 +234,9 @@ final class WholeRequest implements Admission.Cuttable {
 
   private void completed(Reservation r, int status) {
     if (done) return;
-    if (committed && client.headWritten() && !client.ended()) client.end();
+    if (committed && client.headWritten() && !client.ended()) ownerRecorded.onComplete(x -> {
+      if (!client.ended() && !client.closed()) client.end();
+    });
     release();
     if (status != 200) {
       // the request's own fault (the engine's 4xx, passed on as is): evidence for nothing
@@ -236,7 +245,6 @@ final class WholeRequest implements Admission.Cuttable {
       return;
     }
     ctx.controlBus().report(LegOutcome.success(r.iid(), Phase.DECODE));
-    if (responseId != null) owners.answered(ctx.vertx(), responseId, r.iid());
     ModelMetrics.Model perModel = ctx.models().of(acceptedModel);
     if (usage != null) {
       perModel.usage(usage.containsKey("input_tokens") ? new JsonObject().put("prompt_tokens", usage.getValue("input_tokens"))

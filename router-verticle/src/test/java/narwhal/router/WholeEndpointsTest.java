@@ -93,6 +93,20 @@ class WholeEndpointsTest {
   }
 
   @Test
+  void aFollowUpSentTheMomentItsAnswerEndsFindsItsEngine() {
+    for (int i = 0; i < 60; i++) {
+      boolean stream = i % 2 == 1;
+      RouterHarness.Reply answer = h.post("/v1/responses", new JsonObject().put("model", RouterHarness.MODEL)
+          .put("input", "quick " + i).put("max_output_tokens", 2));
+      assertEquals(200, answer.status(), answer.body());
+      RouterHarness.Reply followUp = h.post("/v1/responses", new JsonObject().put("model", RouterHarness.MODEL)
+          .put("input", "and?").put("previous_response_id", answer.json().getString("id")).put("max_output_tokens", 2)
+          .put("stream", stream));
+      assertEquals(200, followUp.status(), "follow-up " + i + " was sent as soon as its answer ended: " + followUp.body());
+    }
+  }
+
+  @Test
   void aStreamedResponseIsRelayedAsTheEngineSendsItAndCanBeContinued() throws Exception {
     JsonObject first = new JsonObject().put("model", RouterHarness.MODEL).put("input", "Tell me of the arctic")
         .put("max_output_tokens", 6).put("stream", true);
