@@ -289,11 +289,23 @@ final class BreakerBook {
    */
   public List<BreakerAction> eject(String iid, boolean force) {
     return withRecord(iid, (r, actions) -> {
+      refuseDraining("eject", r);
       refuseLastCover("eject", r, force);
       eject(r, "admin", actions);
       r.backoff = 0;
       r.probeDueMs = clockMs.getAsLong() + recovery.readmitIntervalMs();
     });
+  }
+
+  /**
+   * A drained engine stays out until {@code undrain}: an ejection or quarantine, which end by readmission, would end
+   * the operator's maintenance behind their back.
+   */
+  private static void refuseDraining(String command, EngineRecord r) {
+    if (r.state == EngineState.DRAINING) {
+      throw new IllegalArgumentException(command + ": " + r.engine.iid() + " is draining and stays out until undrain; "
+          + "undrain it first to " + command + " it");
+    }
   }
 
   /** An operator's readmission of an ejected, held or quarantined engine: serving now, without a check. */
@@ -319,6 +331,7 @@ final class BreakerBook {
           + (long) MAX_QUARANTINE_S + " (a year)");
     }
     return withRecord(iid, (r, actions) -> {
+      refuseDraining("quarantine", r);
       refuseLastCover("quarantine", r, force);
       long until = clockMs.getAsLong() + (long) (seconds * 1000);
       r.quarantineUntilMs = r.state == EngineState.QUARANTINED ? Math.max(r.quarantineUntilMs, until) : until;

@@ -248,6 +248,21 @@ class BreakerBookTest {
   }
 
   @Test
+  void aDrainedEngineIsNeitherEjectedNorQuarantinedBehindTheDrainsBack() {
+    BreakerBook b = book("{}");
+    decided(b.drain("D1", true, false));
+    IllegalArgumentException eject = assertThrows(IllegalArgumentException.class, () -> b.eject("D1", true));
+    assertEquals("eject: D1 is draining and stays out until undrain; undrain it first to eject it", eject.getMessage());
+    IllegalArgumentException quarantine = assertThrows(IllegalArgumentException.class, () -> b.quarantine("D1", 2, true));
+    assertEquals("quarantine: D1 is draining and stays out until undrain; undrain it first to quarantine it",
+        quarantine.getMessage());
+    now.addAndGet(60_000);
+    decided(b.tick());
+    decided(b.readmissionRound());
+    assertEquals(EngineState.DRAINING, b.state("D1").orElseThrow(), "the drain holds");
+  }
+
+  @Test
   void undrainGoesThroughTheReadmissionChecksAndOnlyForADrainingEngine() {
     BreakerBook b = book("{}");
     decided(b.drain("D1", true, false));

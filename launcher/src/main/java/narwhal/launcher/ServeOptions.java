@@ -17,13 +17,16 @@ final class ServeOptions {
       description = "join the router cluster named by the fleet file's cluster.* keys (as cluster.enabled: true)")
   boolean cluster;
 
-  /** The fleet file with its overrides, and clustering switched on by {@code --cluster}. */
+  /**
+   * The fleet file with its overrides, and clustering switched on by {@code --cluster}: the last override, so every hot
+   * reload re-applies it like the others (else each reload would see {@code cluster.enabled} change).
+   */
   NarwhalConfig config() {
-    NarwhalConfig c = fleetFile.load();
-    if (!cluster || c.cluster().enabled()) return c;
-    return new NarwhalConfig(c.model(), c.engines(), c.engineContract(), c.server(), c.serving(), c.engine(), c.recovery(),
-        c.cluster().enable(), c.admin(), c.journal(), c.metrics(), c.sim(), c.placement(), c.telemetry());
+    if (cluster && !fleetFile.sets.contains(CLUSTER_ON)) fleetFile.sets.add(CLUSTER_ON);
+    return fleetFile.load();
   }
+
+  private static final String CLUSTER_ON = "cluster.enabled=true";
 
   /** Starts a replica for the fleet file and watches the file for hot reload. */
   NarwhalNode start(NarwhalConfig config) {

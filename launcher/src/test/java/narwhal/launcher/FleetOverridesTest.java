@@ -141,4 +141,16 @@ class FleetOverridesTest {
     assertEquals(0.7, next.getJsonObject("engine").getDouble("first_token_timeout_s"), "the environment still overrides");
     assertEquals(42, next.getJsonObject("serving").getInteger("retry_budget"), "--set still overrides");
   }
+
+  @Test
+  void theClusterFlagIsReappliedByEveryReloadLikeTheOverrides() throws Exception {
+    Path fleet = dir.resolve("fleet.json");
+    Files.writeString(fleet, new JsonObject().put("model", "m").put("engines", new JsonArray()
+        .add(new JsonObject().put("iid", "P0").put("url", "http://127.0.0.1:9"))).encode());
+    ServeOptions options = new ServeOptions();
+    CommandLine.populateCommand(options, "--fleet", fleet.toString(), "--cluster");
+    assertTrue(options.config().cluster().enabled(), "--cluster switches clustering on");
+    assertTrue(options.fleetFile.overrides().parse(Files.readString(fleet)).cluster().enabled(),
+        "what a hot reload reads keeps clustering on: no restart-pending change of cluster.enabled");
+  }
 }
