@@ -30,7 +30,13 @@ public final class NarwhalCommand implements Runnable {
       return 2;
     });
     CommandLine admin = cli.getSubcommands().get("admin");
-    if (admin != null) AdminCli.badArgumentsExitOne(admin);
+    if (admin != null) {
+      // picocli asks the handler of the command line that executes, the root (setting it sets every subcommand's)
+      CommandLine.IParameterExceptionHandler rootHandler = cli.getParameterExceptionHandler();
+      CommandLine.IParameterExceptionHandler adminHandler = AdminCli.badArgumentsExitOne(admin).getParameterExceptionHandler();
+      cli.setParameterExceptionHandler((ex, args) -> (ex.getCommandLine() == admin ? adminHandler : rootHandler)
+          .handleParseException(ex, args));
+    }
     return cli;
   }
 }

@@ -140,4 +140,14 @@ class AdminCliTest {
     h.awaitTrue("both replicas place on D1 again", 10_000,
         () -> ClusterHarness.all(h.replicas, node -> h.refuses(node, "D1", Phase.DECODE).map(refused -> !refused)));
   }
+
+  @Test
+  void argumentsPicocliCannotParseExitOneThroughTheNarwhalCommandToo() {
+    for (String[] args : List.of(new String[] {"admin", "eject", "P0", "P1"}, new String[] {"admin", "quarantine", "P0", "--seconds", "0x10"})) {
+      StringWriter err = new StringWriter();
+      CommandLine cli = NarwhalCommand.commandLine(new NarwhalCommand()).setErr(new PrintWriter(err, true));
+      assertEquals(1, cli.execute(args), "bad arguments are exit 1, 2 is \"could not ask\": " + err);
+      assertTrue(err.toString().startsWith("narwhal admin: "), err.toString());
+    }
+  }
 }
