@@ -200,6 +200,7 @@ class GracefulStopTest {
     assertEquals("failed", rows.get(0).getString("terminal"), "a cut request is journaled as cut, not as a disconnect: " + rows);
     assertEquals("graceful_timeout", rows.get(0).getString("reason"), rows.toString());
     assertEquals(503, rows.get(0).getInteger("status"), rows.toString());
+    assertEquals(0, rows.get(0).getInteger("output_len"), "the client got none of the output assembled: " + rows);
     assertTrue(rows.get(0).getJsonArray("attempt_failures").isEmpty(), "no evidence against its engines: " + rows);
   }
 

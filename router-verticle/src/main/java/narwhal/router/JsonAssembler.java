@@ -77,6 +77,7 @@ final class JsonAssembler implements ClientSink {
 
   @Override
   public void fail(EdgeError error) {
+    outputLength = 0; // the client gets the error, none of the output assembled so far
     if (outcome != null) outcome.failed().accept(error); else error.send(response);
   }
 
