@@ -1,13 +1,16 @@
 package narwhal.router;
 
+import java.util.Collection;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * What engines attested about themselves (preflight fills it): the KV lease, which bounds handoff age, and
  * the KV side channel, which a descriptor must name. Unknown facts fall back to configuration. Beside them, each
  * engine's context ({@code max_model_len} from {@code /v1/models} or {@code /tokenize}) and how many tokens its
- * tokenizer adds to a one-character prompt, which bound a prompt's tokens by its bytes ({@link ContextFit}).
+ * tokenizer adds to a one-character prompt, which bound a prompt's tokens by its bytes ({@link ContextFit}); a model's
+ * context is the smallest among its own engines.
  */
 public final class EngineFacts {
   /** One engine's attested facts; null fields are unknown. */
@@ -35,9 +38,13 @@ public final class EngineFacts {
     return contexts.get(iid);
   }
 
-  /** The smallest {@code max_model_len} any engine reported: a decode may land on any of them. Null when none did. */
-  public Integer smallestContext() {
-    return contexts.values().stream().map(Context::maxModelLen).min(Integer::compare).orElse(null);
+  /**
+   * The smallest {@code max_model_len} the engines {@code iids} reported (the engines of one model: a decode of it may
+   * land on any of them). Null when none did.
+   */
+  public Integer smallestContext(Collection<String> iids) {
+    return iids.stream().map(contexts::get).filter(Objects::nonNull).map(Context::maxModelLen).min(Integer::compare)
+        .orElse(null);
   }
 
   public void put(String iid, Facts facts) {

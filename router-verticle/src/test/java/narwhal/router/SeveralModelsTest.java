@@ -32,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SeveralModelsTest {
   static final String MODEL_B = "other/model-b";
   static final String ADAPTER = "sql-lora";
+  static final int MODEL_B_CONTEXT = 1024;
   private static final UnaryOperator<JsonObject> FLEET = json -> {
     for (Object o : json.getJsonArray("engines")) {
       JsonObject engine = (JsonObject) o;
@@ -41,7 +42,7 @@ class SeveralModelsTest {
         .put("liveness_every", 100000));
   };
   private static final BiConsumer<String, SimEngineOptions> SIMS = (iid, options) -> {
-    if (iid.endsWith("B0")) options.setModel(MODEL_B);
+    if (iid.endsWith("B0")) options.setModel(MODEL_B).setMaxModelLen(MODEL_B_CONTEXT);
     if (iid.endsWith("A0")) options.setLoraModules(Map.of(ADAPTER, "/adapters/sql"));
   };
 
@@ -137,6 +138,19 @@ class SeveralModelsTest {
         + "so every request for it would fail; repeat with --force to do it anyway", ((Throwable) refused).getMessage());
     h.admin("eject", new JsonObject().put("iid", "DA0"));
     assertEquals("ejected", AdminAndPlacementTest.engineState(h, "DA0"), "model A still has DA1");
+  }
+
+  @Test
+  void eachModelIsCheckedAgainstItsOwnEnginesContext() {
+    for (String model : List.of(RouterHarness.MODEL, ADAPTER)) {
+      RouterHarness.Reply fits = h.post("/v1/completions", completion(model, false).put("max_tokens", 2000));
+      assertEquals(200, fits.status(), model + " has a context of " + SimEngineOptions.DEFAULT_MAX_MODEL_LEN + ": " + fits.body());
+    }
+    RouterHarness.Reply refused = h.post("/v1/completions", completion(MODEL_B, false).put("max_tokens", 2000));
+    assertEquals(400, refused.status(), refused.body());
+    assertEquals("max_tokens=2000 cannot be greater than max_model_len=max_total_tokens=" + MODEL_B_CONTEXT
+        + ". Please request fewer output tokens. (parameter=max_tokens, value=2000)", refused.error().getString("message"));
+    assertTrue(modelsSeenBy("PB0", "DB0").isEmpty(), "model B's engines were not asked");
   }
 
   @Test
