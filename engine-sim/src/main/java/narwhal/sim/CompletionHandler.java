@@ -72,7 +72,7 @@ final class CompletionHandler {
     if (own != null && own.matchesPhase(req.phase) && own.type().appliesTo(req.phase, req.remotePrefill)) {
       return own;
     }
-    return engine.faults().take(req.phase, req.remotePrefill);
+    return engine.faults().take(req.phase, req.remotePrefill, req.model);
   }
 
   private static JsonObject jsonBody(RoutingContext ctx) {

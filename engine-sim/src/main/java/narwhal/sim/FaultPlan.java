@@ -75,11 +75,11 @@ public final class FaultPlan {
     return health != null;
   }
 
-  /** Picks and consumes the first rule that applies to a request of this phase, or null. */
-  synchronized FaultRule take(String phase, boolean hasHandoff) {
+  /** Picks and consumes the first rule that applies to a request of this phase naming {@code model}, or null. */
+  synchronized FaultRule take(String phase, boolean hasHandoff, String model) {
     for (int i = 0; i < rules.size(); i++) {
       FaultRule rule = rules.get(i);
-      if (!rule.matchesPhase(phase) || !rule.type().appliesTo(phase, hasHandoff)) {
+      if (!rule.matchesPhase(phase) || !rule.matchesModel(model) || !rule.type().appliesTo(phase, hasHandoff)) {
         continue;
       }
       Double p = rule.probability();

@@ -7,7 +7,8 @@ import java.util.Set;
 /**
  * One fault to inject: a {@code kind}, the leg it targets ({@code phase}: prefill, decode or
  * any), how often ({@code count}: the next N matching requests, or {@code probability} p per
- * matching request; the default is count 1) and the kind's own parameters.
+ * matching request; the default is count 1), optionally the requests it targets by the model they name
+ * ({@code model}: a served name or an adapter; absent: every model) and the kind's own parameters.
  *
  * <p>JSON form (options, {@code POST /sim/faults}): parameters sit beside the reserved keys, e.g.
  * {@code {"kind":"close_before_done","after":3,"phase":"decode","count":2}}. Header form
@@ -17,7 +18,7 @@ import java.util.Set;
 public final class FaultRule {
 
   static final Set<String> PHASES = Set.of("prefill", "decode", "any");
-  static final Set<String> RESERVED = Set.of("kind", "phase", "count", "probability");
+  static final Set<String> RESERVED = Set.of("kind", "phase", "count", "probability", "model");
   static final Set<String> BAD_BLOCK_VARIANTS = Set.of("strings", "floats", "booleans", "negative", "not_list", "mixed");
   static final Set<String> FOREIGN_VARIANTS = Set.of("mooncake", "sglang", "lmcache");
 
@@ -25,6 +26,7 @@ public final class FaultRule {
   private String phase = "any";
   private Integer count;
   private Double probability;
+  private String model;
   private final JsonObject params = new JsonObject();
 
   private FaultRule(InjectedFault type) {
@@ -59,6 +61,14 @@ public final class FaultRule {
         case "probability":
           if (value != null) {
             probability(asNumber(key, value).doubleValue());
+          }
+          break;
+        case "model":
+          if (value != null) {
+            if (!(value instanceof String name) || name.isBlank()) {
+              throw new IllegalArgumentException("fault model must be a non-empty model name, got " + value);
+            }
+            model = name;
           }
           break;
         default:
@@ -159,6 +169,9 @@ public final class FaultRule {
     if (probability != null) {
       json.put("probability", probability);
     }
+    if (model != null) {
+      json.put("model", model);
+    }
     return json.mergeIn(params);
   }
 
@@ -177,6 +190,11 @@ public final class FaultRule {
 
   boolean matchesPhase(String requestPhase) {
     return "any".equals(phase) || phase.equals(requestPhase);
+  }
+
+  /** Whether the rule applies to a request naming {@code requestModel}: any, unless the rule names a model. */
+  boolean matchesModel(String requestModel) {
+    return model == null || model.equals(requestModel);
   }
 
   /** Consumes one application; returns false when the rule is used up afterwards. */

@@ -243,7 +243,7 @@ final class WholeRoutes {
       return null;
     }
     // of the injected faults, these endpoints answer a status one (a decode-phase rule: they run whole, no handoff)
-    FaultRule fault = engine.faults().take("decode", false);
+    FaultRule fault = engine.faults().take("decode", false, body.getValue("model") instanceof String m ? m : null);
     if (fault != null && fault.type() == InjectedFault.STATUS) {
       int status = fault.intParam("status", 500);
       reply(ctx, status, new ApiError(status, "injected fault: HTTP " + status, null, null).toJson());

@@ -95,6 +95,26 @@ class FaultInjectionTest {
   }
 
   @Test
+  void aRuleNamingAModelAppliesOnlyToRequestsOfIt(Vertx vertx) {
+    SimEngine lora = SimEngine.start(vertx, new SimEngineOptions().setName("l")
+      .setLoraModules(java.util.Map.of("other-lora", "/adapters/other"))).await();
+    String missing = "The model `other-lora` does not exist.";
+    lora.faults().add(new JsonObject().put("kind", "status").put("status", 404).put("message", missing)
+      .put("type", "NotFoundError").put("model", "other-lora").put("count", 5));
+    assertEquals("other-lora", lora.faults().list().get(0).toJson().getString("model"));
+    assertEquals(200, http.post(lora, "/v1/completions", SimClient.completion(PROMPT)).status, "the base model is not hit");
+    SimClient.Reply r = http.post(lora, "/v1/completions", SimClient.completion(PROMPT).put("model", "other-lora"));
+    assertEquals(404, r.status);
+    assertEquals(ApiError.envelope(missing, "NotFoundError", null, 404), r.json());
+    assertEquals(4, lora.faults().list().get(0).count(), "only the adapter's request used the rule");
+    assertThrowsIllegal(() -> lora.faults().add(new JsonObject().put("kind", "status").put("model", "")));
+  }
+
+  private static void assertThrowsIllegal(Runnable r) {
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, r::run);
+  }
+
+  @Test
   void refuseClosesTheConnectionThenRefusesUntilResumed() {
     int port = engine.port();
     SimClient.Reply dropped = http.post(engine, "/v1/completions", SimClient.completion(PROMPT), "x-sim-fault", "refuse");
