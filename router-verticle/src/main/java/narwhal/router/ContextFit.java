@@ -4,10 +4,8 @@ import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Reservation;
-import narwhal.common.config.EngineConfig;
 
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 import java.util.Optional;
 import java.util.logging.Logger;
 
@@ -35,7 +33,7 @@ final class ContextFit {
     JsonObject body = request.body();
     String limitKey = request.chat() && body.getValue("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
     Long limit = LaxNumbers.integer(body.getValue(limitKey));
-    Integer context = ctx.facts().smallestContext(enginesOfModelServedBy(ctx, producer.iid()));
+    Integer context = ctx.facts().smallestContext(BaseModels.enginesLike(ctx.config().get(), producer.iid()));
     if (limit == null || context == null) return Future.succeededFuture(Optional.empty());
     if (limit > context) return Future.succeededFuture(Optional.of(outputTooLarge(limitKey, limit, context)));
     if (!request.chat()) {
@@ -67,16 +65,6 @@ final class ContextFit {
               + "); the request goes on unchecked");
           return Optional.empty();
         });
-  }
-
-  /**
-   * The engines of the base model {@code iid} serves: the request's model, or the base of the adapter it names (an
-   * adapter is served at its base model's context). Every other model's context is no bound on this request.
-   */
-  static List<String> enginesOfModelServedBy(RouterContext ctx, String iid) {
-    List<EngineConfig> engines = ctx.config().get().engines();
-    String model = engines.stream().filter(e -> e.iid().equals(iid)).map(EngineConfig::model).findFirst().orElse(null);
-    return engines.stream().filter(e -> e.model().equals(model)).map(EngineConfig::iid).toList();
   }
 
   /** What vLLM's {@code /tokenize} needs to count the prompt this request's generation would: chat with its template. */

@@ -297,9 +297,11 @@ final class RequestLifecycle implements Admission.Cuttable {
       noEngine(reply);
       return;
     }
-    EngineFault fault = err instanceof EngineFault f ? f
+    EngineFault engineFault = err instanceof EngineFault f ? f
         : new EngineFault(FaultKind.BAD_RESPONSE, Phase.DECODE, "unexpected router failure: " + err.getMessage());
-    String engineIid = fault.phase() == Phase.PREFILL ? a.producer.iid() : a.consumer == null ? null : a.consumer.iid();
+    String engineIid = engineFault.phase() == Phase.PREFILL ? a.producer.iid() : a.consumer == null ? null : a.consumer.iid();
+    EngineFault fault = engineFault.kind() == FaultKind.ENGINE_MODEL_MISSING && engineIid != null
+        && !request.model().equals(BaseModels.of(cfg, engineIid)) ? engineFault.notTheEnginesBaseModel() : engineFault;
     reportFailure(a, fault, engineIid);
     if (fault.phase() == Phase.PREFILL) {
       excluded.add(a.producer.iid());

@@ -154,6 +154,23 @@ class SeveralModelsTest {
   }
 
   @Test
+  void anAdapterTheEngineNoLongerHasIsVllmsOwn404AndNoEvidenceAgainstTheEngine() {
+    String missing = "The model `" + ADAPTER + "` does not exist.";
+    h.engine("DA0").faults().add(new JsonObject().put("kind", "status").put("status", 404).put("message", missing)
+        .put("type", "NotFoundError").put("model", ADAPTER).put("phase", "decode").put("count", 3));
+    RouterHarness.Reply reply = h.post("/v1/completions", completion(ADAPTER, false));
+    assertEquals(404, reply.status(), reply.body());
+    assertEquals(missing, reply.error().getString("message"));
+    assertEquals("NotFoundError", reply.error().getString("type"));
+    h.placementSettled();
+    assertEquals("serving", AdminAndPlacementTest.engineState(h, "DA0"), "the engine still serves its base model");
+    for (int i = 0; i < 4; i++) {
+      assertEquals(200, h.post("/v1/completions", completion(RouterHarness.MODEL, false)).status());
+    }
+    assertTrue(modelsSeenBy("DA0").containsKey(RouterHarness.MODEL), "the base model still decodes on DA0");
+  }
+
+  @Test
   void aModelNoEngineServesIsNotFound() {
     RouterHarness.Reply reply = h.post("/v1/completions", completion("no/such-model", false));
     assertEquals(404, reply.status(), reply.body());

@@ -8,6 +8,7 @@ import io.vertx.core.json.JsonObject;
  * it is a value on the hot path, not a bug.
  */
 public final class EngineFault extends RuntimeException {
+  private static final String MODEL_MISSING_PREFIX = "engine answered HTTP 404: ";
   private final FaultKind kind;
   private final Phase phase;
   private final int status;
@@ -48,7 +49,7 @@ public final class EngineFault extends RuntimeException {
    */
   public static EngineFault ofStatus(Phase phase, int status, String engineMessage, JsonObject engineError) {
     if (status == 404 && modelMissing(engineMessage)) {
-      return new EngineFault(FaultKind.ENGINE_MODEL_MISSING, phase, "engine answered HTTP 404: " + engineMessage);
+      return new EngineFault(FaultKind.ENGINE_MODEL_MISSING, phase, MODEL_MISSING_PREFIX + engineMessage);
     }
     FaultKind kind = FaultKind.ofEngineStatus(status);
     if (kind == FaultKind.ENGINE_REJECTED && engineError != null && engineError.getValue("type") instanceof String type
@@ -66,11 +67,21 @@ public final class EngineFault extends RuntimeException {
   }
 
   /**
-   * vLLM's answer for a model it does not serve: 404 "The model `NAME` does not exist." (the router only sends the
-   * fleet's model, so this is the engine's fault).
+   * vLLM's answer for a model it does not serve: 404 "The model `NAME` does not exist." For the engine's own base model
+   * this is the engine's fault; for an adapter or a served alias see {@link #notTheEnginesBaseModel()}.
    */
   private static boolean modelMissing(String message) {
     return message != null && message.startsWith("The model `") && message.endsWith("` does not exist.");
+  }
+
+  /**
+   * This {@link FaultKind#ENGINE_MODEL_MISSING} fault, for a request that named an adapter (or an alias), not the
+   * engine's base model: the engine unloaded it since its listing was read. No evidence against the engine, not
+   * retried; the client gets vLLM's own 404 as {@link FaultKind#ENGINE_REJECTED} does.
+   */
+  public EngineFault notTheEnginesBaseModel() {
+    String message = getMessage().startsWith(MODEL_MISSING_PREFIX) ? getMessage().substring(MODEL_MISSING_PREFIX.length()) : getMessage();
+    return new EngineFault(FaultKind.ENGINE_REJECTED, phase, 404, message, "NotFoundError", "model", 404);
   }
 
   /** An {@code {"error": …}} object inside a 200 stream: its own status when it is an HTTP error status. */
