@@ -411,6 +411,18 @@ final class PlacementTable {
     slot.listed = listed;
   }
 
+  /**
+   * Drops {@code model} from engine {@code iid}'s listing: the engine answered that it does not serve it (an adapter
+   * unloaded since the listing was read). The next {@code /v1/models} reading of the engine replaces the listing.
+   */
+  public synchronized void unlist(String iid, String model) {
+    Slot slot = slots.get(iid);
+    if (slot == null || slot.listed == null || model == null || !slot.listed.containsKey(model)) return;
+    Map<String, io.vertx.core.json.JsonObject> listed = new LinkedHashMap<>(slot.listed);
+    listed.remove(model);
+    slot.listed = listed;
+  }
+
   /** The model cards serving engines listed, each id once (the first engine's card), in the order of the engines. */
   public synchronized List<io.vertx.core.json.JsonObject> servedCards() {
     Map<String, io.vertx.core.json.JsonObject> union = new LinkedHashMap<>();

@@ -103,6 +103,8 @@ public final class PlacementVerticle extends VerticleBase {
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RESERVE, this::reserve),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> table.release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
+        vertx.eventBus().localConsumer(Addresses.PLACEMENT_UNLIST,
+            msg -> table.unlist(msg.body().getString("iid"), msg.body().getString("model"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_MODELS, msg -> msg.reply(new JsonObject()
             .put("data", new JsonArray(new java.util.ArrayList<>(table.servedCards()))))),
         vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(NarwhalConfig.fromJson(msg.body()))),

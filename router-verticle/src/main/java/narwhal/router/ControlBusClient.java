@@ -47,6 +47,11 @@ final class ControlBusClient {
     }
   }
 
+  /** Tells placement engine {@code iid} no longer serves the adapter (or alias) {@code model}. */
+  void unlist(String iid, String model) {
+    vertx.eventBus().send(Addresses.PLACEMENT_UNLIST, new JsonObject().put("iid", iid).put("model", model), LOCAL);
+  }
+
   void report(LegOutcome outcome) {
     vertx.eventBus().send(Addresses.BREAKER_OUTCOME, outcome, LOCAL);
   }

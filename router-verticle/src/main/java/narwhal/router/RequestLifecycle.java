@@ -300,8 +300,10 @@ final class RequestLifecycle implements Admission.Cuttable {
     EngineFault engineFault = err instanceof EngineFault f ? f
         : new EngineFault(FaultKind.BAD_RESPONSE, Phase.DECODE, "unexpected router failure: " + err.getMessage());
     String engineIid = engineFault.phase() == Phase.PREFILL ? a.producer.iid() : a.consumer == null ? null : a.consumer.iid();
-    EngineFault fault = engineFault.kind() == FaultKind.ENGINE_MODEL_MISSING && engineIid != null
-        && !request.model().equals(BaseModels.of(cfg, engineIid)) ? engineFault.notTheEnginesBaseModel() : engineFault;
+    boolean adapterMissing = engineFault.kind() == FaultKind.ENGINE_MODEL_MISSING && engineIid != null
+        && !request.model().equals(BaseModels.of(cfg, engineIid));
+    if (adapterMissing) ctx.controlBus().unlist(engineIid, request.model());
+    EngineFault fault = adapterMissing ? engineFault.notTheEnginesBaseModel() : engineFault;
     reportFailure(a, fault, engineIid);
     if (fault.phase() == Phase.PREFILL) {
       excluded.add(a.producer.iid());

@@ -168,6 +168,11 @@ class SeveralModelsTest {
       assertEquals(200, h.post("/v1/completions", completion(RouterHarness.MODEL, false)).status());
     }
     assertTrue(modelsSeenBy("DA0").containsKey(RouterHarness.MODEL), "the base model still decodes on DA0");
+
+    RouterHarness.Reply next = h.post("/v1/completions", completion(ADAPTER, false));
+    assertEquals(503, next.status(), "DA0, the adapter's only decode engine, no longer lists it: " + next.body());
+    assertEquals("Engine capacity is unavailable for model `" + ADAPTER + "`", next.error().getString("message"));
+    assertEquals(2, h.engine("DA0").faults().list().get(0).count(), "placement did not send the adapter to DA0 again");
   }
 
   @Test

@@ -11,6 +11,11 @@ public final class Addresses {
   public static final String PLACEMENT_STATE = "narwhal.placement.state";
   /** Request-reply: {@code {"data": [model card, …]}}, the union of what serving engines list in their {@code /v1/models}. */
   public static final String PLACEMENT_MODELS = "narwhal.placement.models";
+  /**
+   * Fire-and-forget: {@code {"iid", "model"}}, an adapter (or alias) the engine answered "does not exist" for: placement
+   * drops it from the engine's listing until its next {@code /v1/models} reading.
+   */
+  public static final String PLACEMENT_UNLIST = "narwhal.placement.unlist";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */
