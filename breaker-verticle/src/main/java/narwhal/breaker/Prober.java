@@ -17,7 +17,8 @@ import java.util.function.UnaryOperator;
  * Runs the breaker's probes against real engines (docs/operations.md#breaker-states) through {@link EngineChecks}, as preflight
  * does: a {@code /health} check; an inference probe of two legs, each bounded by {@code engine.first_token_timeout_s},
  * on a unique prompt; lifecycle validation for fleets with a pinned contract. An inference probe whose producer
- * cannot make a handoff is inconclusive, not a failure of the probed engine. Every result says why.
+ * cannot make a handoff is inconclusive, not a failure of the probed engine; one of a model with no producer at all is
+ * a direct generation. Every result says why.
  */
 final class Prober {
   private final Supplier<NarwhalConfig> config;
@@ -55,6 +56,7 @@ final class Prober {
             : ProbeResult.inconclusive("the handoff did not decode on " + consumer.iid() + ": " + failure.reason());
       });
     }
+    if (producer == null && fleet.stream().noneMatch(e -> e.role().canPrefill())) return generationAlone(target);
     EngineConfig p = producer != null ? producer : target.role().canPrefill() ? target
         : fleet.stream().filter(e -> e.role().canPrefill() && serving.test(e.iid())).findFirst().orElse(null);
     if (p == null) return Future.succeededFuture(ProbeResult.inconclusive("no producer can make a handoff"));
@@ -84,6 +86,16 @@ final class Prober {
         .compose(r -> r.passed() ? inference(target, null, serving, streamed) : Future.succeededFuture(r))
         .compose(r -> !r.passed() ? Future.succeededFuture(r)
             : health(target).map(again -> again.passed() ? ProbeResult.passed("lifecycle validated") : again));
+  }
+
+  /**
+   * The probe of a decode engine whose model has no producer in the fleet (it serves the endpoints an engine runs
+   * whole): no handoff can reach it, so the transfer check does not apply and a direct generation stands for it.
+   */
+  private Future<ProbeResult> generationAlone(EngineConfig target) {
+    return checks.generation(target)
+        .map(v -> ProbeResult.passed("generated; model " + target.model() + " has no producer, so no handoff to check"))
+        .otherwise(err -> ProbeResult.failed(CheckFailure.describe(err)));
   }
 
   /** The probe's transfer: null when it passed, else the failure of its prefill or decode step. */
