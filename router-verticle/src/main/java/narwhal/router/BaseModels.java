@@ -20,7 +20,11 @@ final class BaseModels {
 
   /** The engines serving the same base model as engine {@code iid}, it included. */
   static List<String> enginesLike(NarwhalConfig cfg, String iid) {
-    String model = of(cfg, iid);
+    return enginesOf(cfg, of(cfg, iid));
+  }
+
+  /** The engines whose base model is {@code model}. */
+  static List<String> enginesOf(NarwhalConfig cfg, String model) {
     return cfg.engines().stream().filter(e -> e.model().equals(model)).map(EngineConfig::iid).toList();
   }
 }

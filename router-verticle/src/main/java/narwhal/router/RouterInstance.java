@@ -280,7 +280,12 @@ final class RouterInstance extends VerticleBase {
                 .put("last_probe", e.getString("last_probe")).put("next_probe_ms", e.getValue("next_probe_ms"))
                 .put("backoff", e.getValue("backoff")).put("quarantine_until_ms", e.getValue("quarantine_until_ms")));
       }
-      rc.json(new JsonObject().put("model", config.get().model()).put("models", p.getJsonObject("models")).put("engines", engines)
+      JsonObject models = p.getJsonObject("models");
+      if (models != null) {
+        models.fieldNames().forEach(m -> models.getJsonObject(m)
+            .put("max_model_len", shared.facts().smallestContext(BaseModels.enginesOf(config.get(), m))));
+      }
+      rc.json(new JsonObject().put("model", config.get().model()).put("models", models).put("engines", engines)
           .put("ready", p.getBoolean("ready", false) && !shared.admission().draining()
               && narwhal.common.bus.ClusterView.of(vertx).refusal() == null)
           .put("draining", shared.admission().draining()).put("in_flight", shared.admission().inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))

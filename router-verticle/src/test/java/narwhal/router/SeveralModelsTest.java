@@ -151,6 +151,9 @@ class SeveralModelsTest {
     assertEquals("max_tokens=2000 cannot be greater than max_model_len=max_total_tokens=" + MODEL_B_CONTEXT
         + ". Please request fewer output tokens. (parameter=max_tokens, value=2000)", refused.error().getString("message"));
     assertTrue(modelsSeenBy("PB0", "DB0").isEmpty(), "model B's engines were not asked");
+    JsonObject models = h.get("/narwhal/state").json().getJsonObject("models");
+    assertEquals(MODEL_B_CONTEXT, models.getJsonObject(MODEL_B).getInteger("max_model_len"));
+    assertEquals(SimEngineOptions.DEFAULT_MAX_MODEL_LEN, models.getJsonObject(RouterHarness.MODEL).getInteger("max_model_len"));
   }
 
   @Test
