@@ -1,6 +1,5 @@
-package narwhal.router;
+package narwhal.engines.json;
 
-import narwhal.engines.json.Utf8;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
