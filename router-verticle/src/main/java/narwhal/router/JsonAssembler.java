@@ -8,7 +8,8 @@ import narwhal.engines.sse.SseEvent;
 /**
  * Answers a non-streaming client with the JSON the engine itself returns for {@code stream: false}, assembled from
  * the consumer's stream (decode is always streamed from the engine, for its timeouts) by {@link AnswerAssembly}.
- * A retried decode starts the assembly over.
+ * Each frame's tree is the one the engine client read it into to classify it ({@code FrameUse.ASSEMBLY}, chosen by
+ * the client's {@code stream}), not a second parse. A retried decode starts the assembly over.
  */
 final class JsonAssembler implements ClientSink {
   private final HttpServerResponse response;

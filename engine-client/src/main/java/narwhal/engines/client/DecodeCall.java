@@ -1,6 +1,7 @@
 package narwhal.engines.client;
 
 import io.vertx.core.json.JsonObject;
+import narwhal.engines.sse.FrameUse;
 
 import java.util.Map;
 
@@ -21,6 +22,14 @@ public record DecodeCall(String consumerUrl, String endpoint, JsonObject clientB
   public DecodeCall(String consumerUrl, String endpoint, JsonObject clientBody, String model,
                     String requestId, boolean sameWorker, long firstTokenTimeoutMs, long readTimeoutMs) {
     this(consumerUrl, endpoint, clientBody, model, requestId, sameWorker, firstTokenTimeoutMs, readTimeoutMs, Map.of());
+  }
+
+  /**
+   * What the leg's frames are read for: a non-streaming client ({@code stream} absent or false in its own body) is
+   * answered with one JSON body assembled from them, a streaming one gets them relayed.
+   */
+  public FrameUse frameUse() {
+    return Boolean.TRUE.equals(clientBody.getValue("stream")) ? FrameUse.RELAY : FrameUse.ASSEMBLY;
   }
 
   /**

@@ -11,6 +11,7 @@ import narwhal.common.fault.EngineFault;
 import narwhal.common.fault.FaultKind;
 import narwhal.common.fault.Phase;
 import narwhal.engines.sse.SseEvent;
+import narwhal.engines.sse.FrameUse;
 import narwhal.engines.sse.SseFormatException;
 import narwhal.engines.sse.SseFrame;
 import narwhal.engines.sse.SseReader;
@@ -47,7 +48,7 @@ public final class DecodeStream {
   DecodeStream(Vertx vertx, DecodeCall call, int maxEventBytes) {
     this.vertx = vertx;
     this.call = call;
-    this.reader = new SseReader(maxEventBytes, this::onEvent);
+    this.reader = new SseReader(maxEventBytes, call != null ? call.frameUse() : FrameUse.RELAY, this::onEvent);
     this.dropUsage = call != null && !DecodeCall.clientAsksUsage(call.clientBody());
     if (call != null) {
       timer = vertx.setTimer(Math.max(1, call.firstTokenTimeoutMs()), t -> fail(firstTokenTimeout()));

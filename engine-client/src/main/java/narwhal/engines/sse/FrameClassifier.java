@@ -3,6 +3,7 @@ package narwhal.engines.sse;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.engines.json.StreamingJson;
 
@@ -11,17 +12,20 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * Classifies one event's data (docs/errors.md). The {@link FrameScanner} reads almost every frame in one pass over
- * its bytes; what it declines (frames with an {@code error} or {@code usage} object, anything not strictly valid
- * JSON) is read by one pass of Jackson's streaming parser, which decides: the whole frame is checked to be one JSON
- * object, no tree is built and only the values that matter are read (generated text, {@code tool_calls},
- * {@code finish_reason}, and the rare {@code error} and {@code usage} objects). A repeated key counts with its last
- * value, as in a {@link JsonObject}. One instance per stream: it keeps scratch state.
+ * Classifies one event's data (docs/errors.md), reading each frame once for its {@link FrameUse}. For a relay, the
+ * {@link FrameScanner} reads almost every frame in one pass over its bytes; what it declines (frames with an
+ * {@code error} or {@code usage} object, anything not strictly valid JSON) is read by one pass of Jackson's streaming
+ * parser, which decides: the whole frame is checked to be one JSON object, no tree is built and only the values that
+ * matter are read (generated text, {@code tool_calls}, {@code finish_reason}, and the rare {@code error} and
+ * {@code usage} objects). For an assembly, Jackson parses the frame into the tree the assembly folds, and the same
+ * values are read from that tree. A repeated key counts with its last value, as in a {@link JsonObject}; all three
+ * readings give the same event (FrameScanTest). One instance per stream: it keeps scratch state.
  */
 final class FrameClassifier {
   private static final byte[] DONE = "[DONE]".getBytes(StandardCharsets.US_ASCII);
   private static final String NOT_AN_OBJECT = "stream frame is not a JSON object";
 
+  private final FrameUse use;
   private final FrameScanner scanner = new FrameScanner();
   private final StringBuilder text = new StringBuilder();
   private boolean toolCalls;
@@ -34,13 +38,23 @@ final class FrameClassifier {
   private String content;
   private boolean choiceToolCalls;
 
+  FrameClassifier() {
+    this(FrameUse.RELAY);
+  }
+
+  FrameClassifier(FrameUse use) {
+    this.use = use;
+  }
+
   /**
-   * Classifies {@code event[offset, offset + length)}, laid out as {@code "data: " + data + "\n\n"}: by the scanner,
-   * else by Jackson. {@code wire} holds those bytes as a buffer the frame may keep, or is null (they are copied).
+   * Classifies {@code event[offset, offset + length)}, laid out as {@code "data: " + data + "\n\n"}: for a relay by
+   * the scanner, else by Jackson; for an assembly by its tree. {@code wire} holds those bytes as a buffer the frame
+   * may keep, or is null (they are copied).
    *
    * @throws SseFormatException when the data is neither {@code [DONE]} nor one JSON object
    */
   SseEvent classify(byte[] event, int offset, int length, Buffer wire) {
+    if (use == FrameUse.ASSEMBLY) return byTree(event, offset, length, wire);
     SseEvent scanned = byScan(event, offset, length, wire);
     return scanned != null ? scanned : byJackson(event, offset, length, wire);
   }
@@ -77,6 +91,51 @@ final class FrameClassifier {
     if (error != null) return new SseEvent.ErrorFrame(new String(event, from, to - from, StandardCharsets.UTF_8), error);
     SseFrame frame = new SseFrame(wire(event, offset, length, wire), finishReason, usage);
     return text.isEmpty() && !toolCalls ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, text.toString());
+  }
+
+  /**
+   * The reading for an assembly: the frame parsed once into its tree by the same parser as {@link #byJackson}, the
+   * event read from the tree, which the frame keeps ({@link SseFrame#json()}).
+   */
+  SseEvent byTree(byte[] event, int offset, int length, Buffer wire) {
+    int from = offset + SseFrame.PREFIX;
+    int to = offset + length - SseFrame.SUFFIX;
+    if (isDone(event, from, to)) return SseEvent.Done.INSTANCE;
+    JsonObject json;
+    try (JsonParser parser = StreamingJson.parser(event, from, to - from)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) throw new SseFormatException(NOT_AN_OBJECT);
+      json = (JsonObject) StreamingJson.readValue(parser);
+      if (parser.nextToken() != null) throw new SseFormatException(NOT_AN_OBJECT);
+    } catch (IOException e) {
+      throw new SseFormatException(NOT_AN_OBJECT);
+    }
+    if (json.getValue("error") instanceof JsonObject treeError) {
+      return new SseEvent.ErrorFrame(new String(event, from, to - from, StandardCharsets.UTF_8), treeError);
+    }
+    text.setLength(0);
+    toolCalls = false;
+    finishReason = null;
+    if (json.getValue("choices") instanceof JsonArray list) {
+      for (int i = 0; i < list.size(); i++) {
+        if (list.getValue(i) instanceof JsonObject choice) choice(choice);
+      }
+    }
+    JsonObject treeUsage = json.getValue("usage") instanceof JsonObject u ? u : null;
+    SseFrame frame = new SseFrame(wire(event, offset, length, wire), finishReason, treeUsage, json);
+    return text.isEmpty() && !toolCalls ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, text.toString());
+  }
+
+  /** One choice of a tree, read as {@link #choice(JsonParser)} reads it from tokens. */
+  private void choice(JsonObject choice) {
+    JsonObject delta = choice.getValue("delta") instanceof JsonObject d ? d : null;
+    appendNonNull(choice.getValue("text") instanceof String s ? s : null);
+    if (delta != null) {
+      appendNonNull(delta.getValue("reasoning_content") instanceof String s ? s : null);
+      appendNonNull(delta.getValue("reasoning") instanceof String s ? s : null);
+      appendNonNull(delta.getValue("content") instanceof String s ? s : null);
+      toolCalls |= delta.getValue("tool_calls") instanceof JsonArray calls && !calls.isEmpty();
+    }
+    if (choice.getValue("finish_reason") instanceof String s) finishReason = s;
   }
 
   private static boolean isDone(byte[] bytes, int from, int to) {

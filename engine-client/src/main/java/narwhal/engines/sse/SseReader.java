@@ -14,7 +14,8 @@ import java.util.function.Consumer;
  * never occurs inside a multi-byte UTF-8 sequence, so chunk boundaries can fall anywhere. A chunk that is exactly
  * one single-line event (what vLLM writes per token) is classified in place and relayed as that chunk, no byte
  * copied; other chunks are copied out of their buffer once and scanned as an array, an event's data framed for
- * relay as it accumulates. {@link FrameClassifier} classifies without building a JSON tree.
+ * relay as it accumulates. {@link FrameClassifier} reads each event once, for the stream's {@link FrameUse}: without
+ * building a JSON tree for a relay, into the tree the answer is assembled from for an assembly.
  */
 public final class SseReader {
   private static final byte[] NONE = new byte[0];
@@ -27,7 +28,7 @@ public final class SseReader {
 
   private final int maxEventBytes;
   private final Consumer<SseEvent> sink;
-  private final FrameClassifier classifier = new FrameClassifier();
+  private final FrameClassifier classifier;
   /** Bytes after the last newline, waiting for the rest of their line. */
   private byte[] pending = NONE;
   /** The current event as it will be relayed: {@code "data: "} then its data lines joined by {@code '\n'}. */
@@ -35,8 +36,14 @@ public final class SseReader {
   private int eventLength = SseFrame.PREFIX;
   private boolean hasData;
 
+  /** A reader for a relay ({@link FrameUse#RELAY}). */
   public SseReader(int maxEventBytes, Consumer<SseEvent> sink) {
+    this(maxEventBytes, FrameUse.RELAY, sink);
+  }
+
+  public SseReader(int maxEventBytes, FrameUse use, Consumer<SseEvent> sink) {
     this.maxEventBytes = maxEventBytes;
+    this.classifier = new FrameClassifier(use);
     this.sink = sink;
   }
 

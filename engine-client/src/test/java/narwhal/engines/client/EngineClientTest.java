@@ -9,7 +9,9 @@ import narwhal.common.fault.FaultKind;
 import narwhal.common.fault.Phase;
 import narwhal.engines.connector.HandoffExpectations;
 import narwhal.engines.connector.PrefillResult;
+import narwhal.engines.sse.FrameUse;
 import narwhal.engines.sse.SseEvent;
+import narwhal.engines.sse.SseFrame;
 import narwhal.sim.SimEngine;
 import narwhal.sim.SimEngineOptions;
 import org.junit.jupiter.api.AfterAll;
@@ -105,6 +107,26 @@ class EngineClientTest {
         .onComplete(p)))).toJsonObject().getJsonArray("choices").getJsonObject(0).getString("text");
     assertEquals(direct, text.toString());
     assertEquals(((DecodeEnd) end).finishReason(), "length");
+  }
+
+  /** A non-streaming client's frames are read once into the tree its answer is assembled from; a streaming one's are not. */
+  @Test
+  void eachFrameIsReadOnceForWhatTheClientGets() {
+    for (boolean streams : new boolean[] {false, true}) {
+      JsonObject body = body().put("stream", streams);
+      DecodeCall call = new DecodeCall(consumer.url(), "/v1/completions", body, SimEngineOptions.DEFAULT_MODEL, "t-decode", false,
+          5_000, 5_000);
+      assertEquals(streams ? FrameUse.RELAY : FrameUse.ASSEMBLY, call.frameUse());
+      List<SseEvent> events = new ArrayList<>();
+      assertInstanceOf(DecodeEnd.class, decode(prefill(), call, events));
+      List<SseFrame> frames = events.stream().map(e -> e instanceof SseEvent.Output o ? o.frame() : ((SseEvent.Metadata) e).frame())
+          .toList();
+      assertTrue(frames.size() >= 6, String.valueOf(frames.size()));
+      for (SseFrame frame : frames) {
+        assertEquals(new JsonObject(frame.data()), frame.json());
+        assertEquals(!streams, frame.json() == frame.json(), "the tree is kept only for an assembly");
+      }
+    }
   }
 
   @Test

@@ -20,6 +20,7 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -30,11 +31,14 @@ import static org.junit.jupiter.api.Assertions.fail;
  * over the keys that matter, on frames recorded from the simulated engine, and on streams of them split into
  * chunks anywhere or one event per chunk (read in place): whenever the scanner reads a frame, its event equals Jackson's; whenever Jackson refuses one,
  * the scanner declines it; and every unmutated vLLM frame without an error or usage object is read by the scanner.
+ * The reading for an assembly ({@link FrameClassifier#byTree}) gives Jackson's event on every frame, with the tree
+ * a later parse of the frame's bytes gives.
  */
 @Timeout(120)
 class FrameScanTest {
   private static final long SEED = 20261201L;
   private final FrameClassifier classifier = new FrameClassifier();
+  private final FrameClassifier tree = new FrameClassifier(FrameUse.ASSEMBLY);
   private int scanned;
   private int declined;
 
@@ -169,6 +173,8 @@ class FrameScanTest {
     byte[] all = wire.toString().getBytes(StandardCharsets.UTF_8);
     List<String> seen = new ArrayList<>();
     SseReader reader = new SseReader(1 << 20, e -> seen.add(describe(() -> e)));
+    List<String> assembled = new ArrayList<>();
+    SseReader assembly = new SseReader(1 << 20, FrameUse.ASSEMBLY, e -> assembled.add(describe(() -> e)));
     int at = 0;
     int event = 0;
     try {
@@ -176,6 +182,7 @@ class FrameScanTest {
         int size = 1 + random.nextInt(random.nextBoolean() ? 8 : 400);
         // as vLLM writes: one event per chunk, which the reader takes in place
         int to = wholeEvents ? eventEnds.get(event++) : Math.min(all.length, at + size);
+        feed(assembly, assembled, Buffer.buffer().appendBytes(all, at, to - at));
         reader.feed(Buffer.buffer().appendBytes(all, at, to - at));
         at = to;
       }
@@ -184,6 +191,17 @@ class FrameScanTest {
     }
     assertEquals(expected.subList(0, seen.size()), seen);
     if (!seen.contains("refused")) assertEquals(expected.size(), seen.size());
+    assertEquals(seen, assembled, "the reading for an assembly gives the relay's events");
+  }
+
+  /** Feeds the assembly's reader until it refuses a frame, as a decode leg stops at its first malformed frame. */
+  private static void feed(SseReader reader, List<String> seen, Buffer chunk) {
+    if (seen.contains("refused")) return;
+    try {
+      reader.feed(chunk);
+    } catch (SseFormatException refused) {
+      seen.add("refused");
+    }
   }
 
   /** Both readings of one frame's data; true when the scanner read it (then its event is Jackson's). */
@@ -194,6 +212,7 @@ class FrameScanTest {
     String classified = describe(() -> classifier.classify(event, event.length));
     String text = new String(data, StandardCharsets.UTF_8);
     assertEquals(jackson, classified, () -> "classify differs from Jackson for " + text);
+    checkTree(event, jackson, text);
     if (fast == null) {
       declined++;
       return false;
@@ -201,6 +220,17 @@ class FrameScanTest {
     scanned++;
     assertEquals(jackson, describe(() -> fast), () -> "scanner differs from Jackson for " + text);
     return true;
+  }
+
+  /** The assembly's reading gives Jackson's event, and keeps the tree that parsing the relayed bytes gives. */
+  private void checkTree(byte[] event, String jackson, String text) {
+    SseEvent[] read = new SseEvent[1];
+    assertEquals(jackson, describe(() -> read[0] = tree.byTree(event, 0, event.length, null)),
+        () -> "the tree reading differs from Jackson for " + text);
+    SseFrame frame = read[0] instanceof SseEvent.Output o ? o.frame() : read[0] instanceof SseEvent.Metadata m ? m.frame() : null;
+    if (frame == null) return;
+    assertEquals(new SseFrame(frame.wire(), null, null).json(), frame.json(), () -> "the kept tree differs for " + text);
+    assertSame(frame.json(), frame.json(), "the tree is read once");
   }
 
   private boolean jacksonRefuses(byte[] data) {
