@@ -106,6 +106,9 @@ final class WholeRoutes {
     }
   }
 
+  /** Where {@link #body} leaves a fault rule it took for the route to apply. */
+  private static final String FAULT = "narwhal.sim.fault";
+
   void responses(RoutingContext ctx) {
     JsonObject body = body(ctx, "/v1/responses");
     if (body == null) return;
@@ -141,16 +144,22 @@ final class WholeRoutes {
         reply(ctx, 200, done);
         return;
       }
+      FaultRule fault = ctx.get(FAULT);
+      int silentAfter = fault != null && fault.type() == InjectedFault.SILENCE_AFTER ? fault.intParam("after", 0) : -1;
       stream(ctx.response(), done.copy().put("status", "in_progress").put("output", new JsonArray()).put("usage", null),
-          messageId, out, text, done);
+          messageId, out, text, done, silentAfter);
     } catch (ApiError e) {
       reply(ctx, e.status, e.toJson());
     }
   }
 
-  /** vLLM's stream of a text response: its event types in order, each with its {@code sequence_number}. */
+  /**
+   * vLLM's stream of a text response: its event types in order, each with its {@code sequence_number}; with
+   * {@code silentAfter} ≥ 0 (a {@code silence_after} fault) nothing more is written after that many deltas, and the
+   * stream never ends.
+   */
   private static void stream(HttpServerResponse response, JsonObject started, String messageId, Generator.Output out,
-                             String text, JsonObject done) {
+                             String text, JsonObject done, int silentAfter) {
     response.setChunked(true).putHeader("content-type", "text/event-stream; charset=utf-8");
     int[] seq = {0};
     java.util.function.BiConsumer<String, JsonObject> event = (type, data) -> response.write("event: " + type + "\ndata: "
@@ -162,7 +171,12 @@ final class WholeRoutes {
     event.accept("response.output_item.added", new JsonObject().put("output_index", 0)
         .put("item", message(messageId, null, "in_progress")));
     event.accept("response.content_part.added", at.copy().put("part", part));
-    for (String token : out.tokens()) event.accept("response.output_text.delta", at.copy().put("delta", token).put("logprobs", new JsonArray()));
+    int deltas = 0;
+    for (String token : out.tokens()) {
+      if (deltas++ == silentAfter) return;
+      event.accept("response.output_text.delta", at.copy().put("delta", token).put("logprobs", new JsonArray()));
+    }
+    if (silentAfter >= 0) return;
     event.accept("response.output_text.done", at.copy().put("text", text).put("logprobs", new JsonArray()));
     event.accept("response.content_part.done", at.copy().put("part", part.copy().put("text", text)));
     event.accept("response.output_item.done", new JsonObject().put("output_index", 0).put("item", message(messageId, text, "completed")));
@@ -242,13 +256,15 @@ final class WholeRoutes {
       reply(ctx, 400, ApiError.badRequest("The request body must be a JSON object.", null).toJson());
       return null;
     }
-    // of the injected faults, these endpoints answer a status one (a decode-phase rule: they run whole, no handoff)
+    // of the injected faults, these endpoints answer a status one (a decode-phase rule: they run whole, no handoff);
+    // a streamed response also goes silent on a silence_after one
     FaultRule fault = engine.faults().take("decode", false, body.getValue("model") instanceof String m ? m : null);
     if (fault != null && fault.type() == InjectedFault.STATUS) {
       int status = fault.intParam("status", 500);
       reply(ctx, status, new ApiError(status, "injected fault: HTTP " + status, null, null).toJson());
       return null;
     }
+    if (fault != null) ctx.put(FAULT, fault);
     return body;
   }
 

@@ -2,17 +2,22 @@ package narwhal.router;
 
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
+import narwhal.common.fault.EdgeFailure;
 
 /**
  * An error answered before any output, in the OpenAI/vLLM shape {@code {"error": {message, type, param, code}}}
- * (docs/errors.md). {@code reason} is what the journal and metrics record; {@code retryAfter} adds
- * {@code Retry-After: 1}.
+ * (docs/errors.md). {@code reason} is what the journal and metrics record: an {@link EdgeFailure}'s wire name, or a
+ * {@code FaultKind}'s reason for an engine fault passed on; {@code retryAfter} adds {@code Retry-After: 1}.
  */
 record EdgeError(int status, String type, String message, String param, Object code, String reason, boolean retryAfter) {
 
+  EdgeError(int status, String type, String message, String param, Object code, EdgeFailure reason, boolean retryAfter) {
+    this(status, type, message, param, code, reason.wireName(), retryAfter);
+  }
+
   /** A request the router refuses as invalid: vLLM's type for a 400, {@code BadRequestError}; {@code param} names the field. */
   public static EdgeError invalid(String message, String param) {
-    return new EdgeError(400, "BadRequestError", message, param, null, "invalid_request", false);
+    return new EdgeError(400, "BadRequestError", message, param, null, EdgeFailure.INVALID_REQUEST, false);
   }
 
   /**
@@ -20,54 +25,54 @@ record EdgeError(int status, String type, String message, String param, Object c
    * {@code BadRequestError}, its message and {@code param}; no leg was sent.
    */
   public static EdgeError contextLength(String message, String param) {
-    return new EdgeError(400, "BadRequestError", message, param, null, "context_length", false);
+    return new EdgeError(400, "BadRequestError", message, param, null, EdgeFailure.CONTEXT_LENGTH, false);
   }
 
   /** A known path asked with another method; the response carries {@code Allow: <allowed>}. */
   public static EdgeError methodNotAllowed(String method, String path, String allowed) {
     return new EdgeError(405, "invalid_request_error", "Method Not Allowed: " + method + " " + path + " (allowed: " + allowed + ")",
-        null, null, "method_not_allowed", false);
+        null, null, EdgeFailure.METHOD_NOT_ALLOWED, false);
   }
 
   /** A cross-origin request from an origin {@code server.cors.allowed_origins} does not list ({@link Cors}). */
   public static EdgeError corsRejected() {
-    return new EdgeError(403, "invalid_request_error", "CORS Rejected - Invalid origin", null, null, "cors_rejected", false);
+    return new EdgeError(403, "invalid_request_error", "CORS Rejected - Invalid origin", null, null, EdgeFailure.CORS_REJECTED, false);
   }
 
   /** An {@code Expect} other than {@code 100-continue}: 417, as vLLM's server answers it. */
   public static EdgeError expectationFailed(String expectation) {
     return new EdgeError(417, "invalid_request_error", "Expect: " + expectation + " is not supported (only 100-continue)", null,
-        null, "expectation_failed", false);
+        null, EdgeFailure.EXPECTATION_FAILED, false);
   }
 
   public static EdgeError modelNotFound(String model) {
     return new EdgeError(404, "NotFoundError", "The model `" + model + "` does not exist.", "model", null,
-        "model_not_found", false);
+        EdgeFailure.MODEL_NOT_FOUND, false);
   }
 
   public static EdgeError tooLarge(long limit) {
-    return new EdgeError(413, "request_too_large", "request body larger than " + limit + " bytes", null, null, "request_too_large", false);
+    return new EdgeError(413, "request_too_large", "request body larger than " + limit + " bytes", null, null, EdgeFailure.REQUEST_TOO_LARGE, false);
   }
 
   public static EdgeError receiveTimeout(long millis) {
     return new EdgeError(408, "request_timeout", "request not received within " + millis / 1000.0 + "s", null, null,
-        "receive_timeout", false);
+        EdgeFailure.RECEIVE_TIMEOUT, false);
   }
 
   /** 401 for {@code /v1/*} without a valid client key; the message never repeats what was sent. */
   public static EdgeError invalidApiKey(boolean presented) {
     return new EdgeError(401, "invalid_api_key", presented ? "Incorrect API key provided."
-        : "You didn't provide an API key: send Authorization: Bearer <key>.", null, "invalid_api_key", "invalid_api_key", false);
+        : "You didn't provide an API key: send Authorization: Bearer <key>.", null, "invalid_api_key", EdgeFailure.INVALID_API_KEY, false);
   }
 
   public static EdgeError overloaded() {
-    return new EdgeError(429, "server_overloaded_error", "router in-flight limit reached", null, null, "in_flight_limit", true);
+    return new EdgeError(429, "server_overloaded_error", "router in-flight limit reached", null, null, EdgeFailure.IN_FLIGHT_LIMIT, true);
   }
 
   /** No serving engine of {@code model} can take a phase; other models may still serve. */
   public static EdgeError noEngine(boolean dispatched, String model) {
     return new EdgeError(503, dispatched ? "backend_unavailable" : "no_schedulable_engines",
-        "Engine capacity is unavailable for model `" + model + "`", null, null, "no_engine", true);
+        "Engine capacity is unavailable for model `" + model + "`", null, null, EdgeFailure.NO_ENGINE, true);
   }
 
   /**
@@ -76,7 +81,7 @@ record EdgeError(int status, String type, String message, String param, Object c
    */
   public static EdgeError shuttingDown() {
     return new EdgeError(503, "shutting_down", "this router replica is shutting down; retry on another replica", null, null,
-        "shutting_down", true);
+        EdgeFailure.SHUTTING_DOWN, true);
   }
 
   /**
@@ -85,15 +90,24 @@ record EdgeError(int status, String type, String message, String param, Object c
    */
   public static EdgeError graceExpired() {
     return new EdgeError(503, "shutting_down", "this router replica stopped before the request finished "
-        + "(serving.graceful_timeout_s); retry on another replica", null, null, "graceful_timeout", false);
+        + "(serving.graceful_timeout_s); retry on another replica", null, null, EdgeFailure.GRACEFUL_TIMEOUT, false);
   }
 
   public static EdgeError standby() {
-    return new EdgeError(503, "standby", "the fleet is held for a whole-wave restart", null, null, "fleet_hold", true);
+    return new EdgeError(503, "standby", "the fleet is held for a whole-wave restart", null, null, EdgeFailure.FLEET_HOLD, true);
+  }
+
+  /**
+   * vLLM's answer for a {@code previous_response_id} it does not hold (serving_responses.py): no engine of this fleet
+   * is known to have answered it, or the one that did is gone.
+   */
+  public static EdgeError responseNotFound(String id) {
+    return new EdgeError(404, "invalid_request_error", "Response with id '" + id + "' not found.", "response_id", 404,
+        EdgeFailure.RESPONSE_NOT_FOUND, false);
   }
 
   public static EdgeError deadline() {
-    return new EdgeError(504, "request_expired", "original request deadline expired", null, null, "request_deadline", false);
+    return new EdgeError(504, "request_expired", "original request deadline expired", null, null, EdgeFailure.REQUEST_DEADLINE, false);
   }
 
   public JsonObject body() {

@@ -1,15 +1,15 @@
 package narwhal.router;
 
 import io.vertx.core.http.HttpServerRequest;
-import io.vertx.core.json.JsonArray;
-import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import narwhal.common.fault.RequestOutcome;
 
 import java.time.Instant;
 
 /**
  * Answers a request refused at the edge (a request head the decoder refused, invalid body, too large, in-flight
- * limit) and gives it its journal row and metrics, like every other ending: one terminal row per request.
+ * limit, a stopping replica) and gives it its journal row and metrics, like every other ending: one terminal row per
+ * request.
  */
 final class EdgeRefusal {
   static final String ARRIVED = "narwhal.arrived";
@@ -24,23 +24,52 @@ final class EdgeRefusal {
     rc.put(ARRIVED_NANOS, System.nanoTime());
   }
 
-  /** {@code terminal} is {@code invalid} or {@code rejected}. */
-  static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, String terminal) {
+  /**
+   * The replica's {@link Admission} for an inference request, one switch for every endpoint: whether it is admitted;
+   * if not, it is answered here ({@code in_flight_limit}; {@code shutting_down} with {@code Connection: close}).
+   */
+  static boolean admitted(RouterContext ctx, RoutingContext rc) {
+    switch (ctx.admission().admit(ctx.config().get().serving().maxConnections())) {
+      case OVERLOADED -> {
+        refuse(ctx, rc, EdgeError.overloaded(), RequestOutcome.REJECTED);
+        return false;
+      }
+      case SHUTTING_DOWN -> {
+        rc.response().putHeader("connection", "close");
+        refuse(ctx, rc, EdgeError.shuttingDown(), RequestOutcome.REJECTED);
+        return false;
+      }
+      default -> {
+        return true;
+      }
+    }
+  }
+
+  /** {@code terminal} is {@code INVALID} or {@code REJECTED}. */
+  static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, RequestOutcome terminal) {
     refuse(ctx, rc.request(), rc.get(RouterInstance.RID), rc.get(ARRIVED), rc.get(ARRIVED_NANOS), error, terminal);
   }
 
   /** The same for a request that never reached the router's routes (a request head the decoder refused). */
   static void refuse(RouterContext ctx, HttpServerRequest request, String rid, Instant arrived, long arrivedNanos, EdgeError error,
-      String terminal) {
-    if ("invalid".equals(terminal)) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
+      RequestOutcome terminal) {
+    if (terminal == RequestOutcome.INVALID) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
     error.send(request.response());
-    ctx.journal().append(new JsonObject().put("rid", rid).put("client_rid", request.getHeader("x-request-id"))
-        .put("model", (Object) null).put("endpoint", request.path())
-        .put("arrived", arrived.toString()).put("terminal", terminal).put("reason", error.reason()).put("status", error.status())
-        .put("error_type", error.type()).put("ttft_s", (Object) null).put("first_byte_s", (Object) null)
-        .put("prefill_iid", (Object) null).put("decode_iid", (Object) null)
-        .put("prefill_placement", (Object) null).put("decode_placement", (Object) null).put("crossed", (Object) null).put("attempts", 0)
-        .put("attempt_failures", new JsonArray()).put("output_len", 0)
-        .put("duration_s", (System.nanoTime() - arrivedNanos) / 1e9));
+    ctx.journal().append(new JournalRow(rid, request.getHeader("x-request-id"), request.path(), arrived, arrivedNanos)
+        .ending(terminal, error.reason(), error.status(), error.type()).done());
+  }
+
+  /** As above, the outcome by its wire name ({@code invalid} or {@code rejected}), as {@link RouterInstance}'s guards name it. */
+  static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, String terminal) {
+    refuse(ctx, rc, error, outcome(terminal));
+  }
+
+  static void refuse(RouterContext ctx, HttpServerRequest request, String rid, Instant arrived, long arrivedNanos, EdgeError error,
+      String terminal) {
+    refuse(ctx, request, rid, arrived, arrivedNanos, error, outcome(terminal));
+  }
+
+  private static RequestOutcome outcome(String terminal) {
+    return "invalid".equals(terminal) ? RequestOutcome.INVALID : RequestOutcome.REJECTED;
   }
 }

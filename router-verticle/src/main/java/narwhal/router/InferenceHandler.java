@@ -10,6 +10,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import narwhal.common.config.PlacementConfig;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.common.fault.RequestOutcome;
 import narwhal.engines.json.Utf8;
 import narwhal.router.telemetry.RequestTrace;
 
@@ -18,8 +19,9 @@ import java.util.Optional;
 
 /**
  * The edge of {@code /v1/completions} and {@code /v1/chat/completions}: parses and validates the body, enforces
- * the replica's {@link Admission} (the in-flight limit, one count across endpoints and event loops; a stopping
- * replica's refusal), then hands the request to its {@link RequestLifecycle}, which reports its end to the admission.
+ * the replica's {@link Admission} ({@link EdgeRefusal#admitted}: the in-flight limit, one count across endpoints and
+ * event loops; a stopping replica's refusal), then hands the request to its {@link RequestLifecycle}, which reports its
+ * end to the admission.
  * Refusals here are journalled as {@code invalid} or {@code rejected}.
  */
 final class InferenceHandler implements Handler<RoutingContext> {
@@ -40,32 +42,14 @@ final class InferenceHandler implements Handler<RoutingContext> {
     String clientRid = rc.request().getHeader("x-request-id");
     Instant arrived = rc.get(EdgeRefusal.ARRIVED);
     long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
-    ctx.metrics().offered();
-    RouterInstance.received(ctx, rc);
-    JsonObject body;
-    try {
-      body = parse(rc.body().buffer());
-    } catch (DecodeException | ClassCastException e) {
-      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid(bodyFault(e), null), "invalid");
-      return;
-    }
+    JsonObject body = received(ctx, rc);
+    if (body == null) return;
     Optional<EdgeError> invalid = RequestValidator.check(body, chat);
     if (invalid.isPresent()) {
-      EdgeRefusal.refuse(ctx, rc, invalid.get(), "invalid");
+      EdgeRefusal.refuse(ctx, rc, invalid.get(), RequestOutcome.INVALID);
       return;
     }
-    switch (ctx.admission().admit(cfg.serving().maxConnections())) {
-      case OVERLOADED -> {
-        EdgeRefusal.refuse(ctx, rc, EdgeError.overloaded(), "rejected");
-        return;
-      }
-      case SHUTTING_DOWN -> {
-        rc.response().putHeader("connection", "close");
-        EdgeRefusal.refuse(ctx, rc, EdgeError.shuttingDown(), "rejected");
-        return;
-      }
-      case ADMITTED -> { }
-    }
+    if (!EdgeRefusal.admitted(ctx, rc)) return;
     body.remove("kv_transfer_params");
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
     PlacementConfig placement = ctx.config().get().placement();
@@ -85,8 +69,23 @@ final class InferenceHandler implements Handler<RoutingContext> {
     ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn(), answerId)
         : new JsonAssembler(rc.response(), chat, answerId, model, body.getValue("tool_choice"), arrived.getEpochSecond());
     RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
-        new RequestTrace.Start(chat, model, rid, clientRid, endpoint, stream, arrivedNanos, body.getValue("max_tokens")));
+        new RequestTrace.Start(chat ? "chat" : "text_completion", model, rid, clientRid, endpoint, stream, arrivedNanos, body.getValue("max_tokens")));
     new RequestLifecycle(ctx, request, sink, ctx.admission()::finished, trace).start();
+  }
+
+  /**
+   * An inference request has arrived whole: it is counted as offered, and its body parsed; null when the body is not a
+   * usable JSON object (then refused here as invalid).
+   */
+  static JsonObject received(RouterContext ctx, RoutingContext rc) {
+    ctx.metrics().offered();
+    RouterInstance.received(ctx, rc);
+    try {
+      return parse(rc.body().buffer());
+    } catch (DecodeException | ClassCastException e) {
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid(bodyFault(e), null), RequestOutcome.INVALID);
+      return null;
+    }
   }
 
   /** What the client is told about a body that is not a usable JSON object: a parser limit it went past is named. */

@@ -4,16 +4,18 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.eventbus.ReplyException;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Failures;
 import narwhal.common.bus.LegOutcome;
 import narwhal.common.bus.Reservation;
 import narwhal.common.bus.ReserveRequest;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.common.fault.EdgeFailure;
 import narwhal.common.fault.EngineFault;
 import narwhal.common.fault.FaultKind;
 import narwhal.common.fault.Phase;
+import narwhal.common.fault.RequestOutcome;
+import narwhal.common.fault.RetryReason;
 import narwhal.engines.client.DecodeCall;
 import narwhal.engines.client.DecodeEnd;
 import narwhal.engines.client.DecodeStream;
@@ -28,20 +30,28 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
 
 /**
- * One client request from admission to its single terminal outcome. It owns the deadline, the attempts
- * (prefill → validated handoff → decode), the reservations, the open legs, the retry decision and the
- * journal row; every ending goes through {@link #finish}, which releases everything exactly once.
- * Confined to the event loop of the client's connection.
+ * One client request from admission to its single terminal outcome, whatever its endpoint. It owns the deadline, the
+ * attempts, the reservations, the open legs, the retry decision and the journal row; every ending goes through
+ * {@link #finish}, which releases everything exactly once. An attempt runs one of two leg kinds: disaggregated
+ * (prefill → validated handoff → decode, the output relayed frame by frame to a {@link ClientSink}), or whole (one
+ * leg on one decode-capable engine, its answer relayed as is by a {@link WholeLeg}). Confined to the event loop of
+ * the client's connection.
  */
 final class RequestLifecycle implements Admission.Cuttable {
   private final RouterContext ctx;
   private final NarwhalConfig cfg;
   private final InferenceRequest request;
+  /** Where the ending goes: {@link #sink} or {@link #whole}. */
+  private final ClientEnd client;
+  /** A disaggregated request's output; null for a whole one. */
   private final ClientSink sink;
+  /** A whole request's leg; null for a disaggregated one. */
+  private final WholeLeg whole;
   private final Runnable onFinish;
   private final RequestTrace trace;
   /** The series of the model placement accepted for this request; null until it accepted one. */
@@ -62,10 +72,6 @@ final class RequestLifecycle implements Admission.Cuttable {
   private Attempt current;
   private long ttftNanos = -1;
   private long firstByteNanos = -1;
-  /** {@link System#nanoTime()} of the decode dispatch, of the first and of the latest output of the current attempt. */
-  private long decodeSentAt;
-  private long firstOutputAt;
-  private long lastOutputAt;
   /** The attempt whose failure scheduled the pending retry, its fault and its journal entry. */
   private Attempt retried;
   private EngineFault retriedFault;
@@ -82,17 +88,17 @@ final class RequestLifecycle implements Admission.Cuttable {
     }
   }
 
-  /** The request does not fit the model's context ({@link ContextFit}): refused before any leg. */
-  private static final class ContextRefused extends RuntimeException {
+  /** The request is refused before any leg (it does not fit the model's context: {@link ContextFit}). */
+  private static final class Refused extends RuntimeException {
     final EdgeError error;
 
-    ContextRefused(EdgeError error) {
+    Refused(EdgeError error) {
       super(error.message(), null, false, false);
       this.error = error;
     }
   }
 
-  /** The engines and handoff of one attempt. */
+  /** The engines and handoff of one attempt, and when its decode was sent and gave its first and latest output. */
   private static final class Attempt {
     final int number;
     Reservation producer;
@@ -100,6 +106,10 @@ final class RequestLifecycle implements Admission.Cuttable {
     PrefillResult handoff;
     boolean decodeOutput;
     boolean handoffLeft;
+    /** {@link System#nanoTime()} readings. */
+    long decodeSentAt;
+    long firstOutputAt;
+    long lastOutputAt;
 
     Attempt(int number) {
       this.number = number;
@@ -111,11 +121,23 @@ final class RequestLifecycle implements Admission.Cuttable {
   }
 
   RequestLifecycle(RouterContext ctx, InferenceRequest request, ClientSink sink, Runnable onFinish, RequestTrace trace) {
+    this(ctx, request, sink, null, onFinish, trace);
+  }
+
+  /** A request an engine runs whole: {@code whole} is its leg and the client's end. */
+  RequestLifecycle(RouterContext ctx, InferenceRequest request, WholeLeg whole, Runnable onFinish, RequestTrace trace) {
+    this(ctx, request, null, whole, onFinish, trace);
+  }
+
+  private RequestLifecycle(RouterContext ctx, InferenceRequest request, ClientSink sink, WholeLeg whole, Runnable onFinish,
+      RequestTrace trace) {
     this.ctx = ctx;
     this.trace = trace;
     this.cfg = ctx.config().get();
     this.request = request;
     this.sink = sink;
+    this.whole = whole;
+    this.client = sink != null ? sink : whole;
     this.onFinish = onFinish;
     this.deadlineNanos = request.arrivedNanos() + cfg.serving().requestTimeoutMs() * 1_000_000;
   }
@@ -130,37 +152,78 @@ final class RequestLifecycle implements Admission.Cuttable {
     context = ctx.vertx().getOrCreateContext();
     ctx.admission().track(this);
     deadlineTimer = ctx.vertx().setTimer(Math.max(1, remainingMs()), t -> expire());
-    runAttempt();
+    if (whole == null) {
+      runAttempt();
+      return;
+    }
+    whole.pin().onSuccess(refusal -> {
+      if (done) return;
+      if (refusal.isPresent()) refuse(refusal.get()); else runAttempt();
+    });
   }
 
   /** Ends a batch's part because another prompt of the batch failed: the client already has that failure. */
   void abandon() {
     if (done) return;
     ctx.metrics().cancelled();
-    finish("cancelled", "batch_failed", 499, null);
+    finish(RequestOutcome.CANCELLED, EdgeFailure.BATCH_FAILED.wireName(), 499, null);
   }
 
   private void runAttempt() {
     Attempt a = new Attempt(++attempt);
     current = a;
     trace.attempt(a.number);
-    reserve(Phase.PREFILL, null)
+    (whole == null ? disaggregated(a) : whole(a))
+        .onSuccess(end -> completed(a, end))
+        .onFailure(err -> attemptFailed(a, err));
+  }
+
+  private Future<DecodeEnd> disaggregated(Attempt a) {
+    return reserve(Phase.PREFILL, null)
         .compose(producer -> fits(producer).map(producer))
         .compose(producer -> prefill(a, producer))
         .compose(handoff -> reserve(Phase.DECODE, a.producer.iid()).map(consumer -> {
           a.consumer = consumer;
           return handoff;
         }))
-        .compose(handoff -> decode(a, handoff))
-        .onSuccess(end -> completed(a, end))
-        .onFailure(err -> attemptFailed(a, err));
+        .compose(handoff -> decode(a, handoff));
+  }
+
+  /** The one leg of a whole request, on a decode-capable engine of its model: its answer goes to the client as is. */
+  private Future<DecodeEnd> whole(Attempt a) {
+    return reserve(Phase.DECODE, null).compose(consumer -> {
+      a.consumer = consumer;
+      if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
+      ctx.metrics().decodeAttempt();
+      String requestId = request.rid() + "-a" + a.number + "-whole";
+      trace.whole(consumer.iid(), requestId);
+      long headersMs = request.stream() ? cfg.engine().firstTokenTimeoutMs() : Math.max(1, remainingMs());
+      return trace.decodeEnd(ctx.engines().whole(consumer.url(), request.endpoint(), request.body().toBuffer(), requestId,
+              headersMs, cancelLegs.future())
+          .compose(resp -> whole.relay(resp, consumer.iid(), () -> firstOutput(a, System.nanoTime())))
+          .onComplete(ar -> release(consumer)));
+    });
   }
 
   private Future<Reservation> reserve(Phase phase, String avoid) {
     if (done) return Future.failedFuture(new CancellationException());
-    return trace.placement(phase, ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, List.copyOf(excluded), avoid,
+    List<String> exclude = whole == null ? List.copyOf(excluded) : whole.exclude(new ArrayList<>(excluded), cfg);
+    return trace.placement(phase, ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, exclude, avoid,
             phase == Phase.PREFILL ? request.affinity() : null, request.model()))
         .onSuccess(this::held), Reservation::iid);
+  }
+
+  /**
+   * Attempt {@code a} sends its first leg. A retry spends its credit now: the decision saw one, but another request may
+   * have spent the last one during the backoff; then this retry does not run (false).
+   */
+  private boolean dispatch(Attempt a) {
+    if (a.number > 1) {
+      if (!ctx.retryBudget().trySpend()) return false;
+      ctx.metrics().retryAttempt();
+    }
+    dispatched = true;
+    return true;
   }
 
   /**
@@ -182,19 +245,13 @@ final class RequestLifecycle implements Admission.Cuttable {
     return ContextFit.check(ctx, request, producer).compose(refusal -> {
       if (refusal.isEmpty()) return Future.succeededFuture();
       release(producer);
-      return Future.failedFuture(new ContextRefused(refusal.get()));
+      return Future.failedFuture(new Refused(refusal.get()));
     });
   }
 
   private Future<PrefillResult> prefill(Attempt a, Reservation producer) {
     a.producer = producer;
-    if (a.number > 1) {
-      // The decision saw a credit; the retry spends it now, when its prefill dispatches. Another request may have
-      // spent the last one during the backoff: then this retry does not run.
-      if (!ctx.retryBudget().trySpend()) return Future.failedFuture(new RetryDenied());
-      ctx.metrics().retryAttempt();
-    }
-    dispatched = true;
+    if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
     ctx.metrics().prefillAttempt();
     String requestId = request.rid() + "-a" + a.number + "-prefill";
     return trace.prefill(producer.iid(), requestId, headers -> ctx.engines().prefill(new PrefillCall(producer.url(),
@@ -226,8 +283,8 @@ final class RequestLifecycle implements Admission.Cuttable {
     ctx.metrics().decodeAttempt();
     boolean sameWorker = a.consumer.iid().equals(a.producer.iid());
     String requestId = request.rid() + "-a" + a.number + "-decode";
-    decodeSentAt = System.nanoTime();
-    long handoffAge = decodeSentAt - handoff.legCompletedNanos();
+    a.decodeSentAt = System.nanoTime();
+    long handoffAge = a.decodeSentAt - handoff.legCompletedNanos();
     perModel.handoffAge(handoffAge);
     DecodeCall call = new DecodeCall(a.consumer.url(), request.endpoint(), request.body(), request.model(), requestId, sameWorker,
         cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs(),
@@ -245,15 +302,13 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (event instanceof SseEvent.Output output) {
       long now = System.nanoTime();
       if (!a.decodeOutput) {
-        a.decodeOutput = true;
-        firstByteNanos = now - request.arrivedNanos();
-        firstOutputAt = now;
-        perModel.decodeFirstToken(now - decodeSentAt);
-        trace.firstOutput(now);
+        firstOutput(a, now);
+        a.firstOutputAt = now;
+        perModel.decodeFirstToken(now - a.decodeSentAt);
       } else {
-        perModel.interToken(now - lastOutputAt);
+        perModel.interToken(now - a.lastOutputAt);
       }
-      lastOutputAt = now;
+      a.lastOutputAt = now;
       sink.output(output);
     } else if (event instanceof SseEvent.Metadata metadata) {
       sink.metadata(metadata);
@@ -261,14 +316,21 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (sink.congested(resume)) stream.pause();
   }
 
+  /** Attempt {@code a}'s first output reached the client at {@code now}: from here on it is not retried. */
+  private void firstOutput(Attempt a, long now) {
+    a.decodeOutput = true;
+    firstByteNanos = now - request.arrivedNanos();
+    trace.firstOutput(now);
+  }
+
   private void completed(Attempt a, DecodeEnd end) {
     if (done) return;
     ctx.controlBus().report(LegOutcome.success(a.consumer.iid(), Phase.DECODE));
-    sink.complete(end);
-    account(end);
+    client.complete(end);
+    account(a, end);
     ctx.retryBudget().completed();
     ctx.metrics().served(attempt > 1);
-    finish("completed", null, 200, null);
+    finish(RequestOutcome.COMPLETED, null, 200, null);
   }
 
   private void attemptFailed(Attempt a, Throwable err) {
@@ -280,16 +342,16 @@ final class RequestLifecycle implements Admission.Cuttable {
       return;
     }
     if (err instanceof RetryDenied) {
-      trace.attemptEnded("shared_budget");
+      trace.attemptEnded(RetryReason.SHARED_BUDGET.wireName());
       retryDenied(a);
       return;
     }
-    if (err instanceof ContextRefused refused) {
-      attempt = 0;
-      current = null;
-      sink.fail(refused.error);
-      ctx.metrics().invalid();
-      finish("invalid", refused.error.reason(), refused.error.status(), refused.error.type());
+    if (err instanceof Refused refused) {
+      refuse(refused.error);
+      return;
+    }
+    if (err instanceof WholeLeg.EngineRefused refused) {
+      engineRefused(a, refused);
       return;
     }
     if (err instanceof ReplyException reply) {
@@ -308,23 +370,21 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (fault.phase() == Phase.PREFILL) {
       excluded.add(a.producer.iid());
     } else if (!a.decodeOutput && fault.kind() != FaultKind.HANDOFF_EXPIRED) {
-      excluded.add(a.producer.iid());
+      if (a.producer != null) excluded.add(a.producer.iid());
       if (a.consumer != null) excluded.add(a.consumer.iid());
     }
     boolean transientFault = fault.isTransient() && !a.decodeOutput;
     long backoffMs = RetryDecision.backoffMs(ctx.jitter().getAsDouble(), a.number, cfg.serving().retryBaseMs(), cfg.serving().retryCapMs());
-    String retryReason = RetryDecision.decide(new RetryDecision.Facts(dispatched, sink.committed(), a.number,
-        cfg.serving().maxAttempts(), transientFault, backoffMs, remainingMs(), ctx.retryBudget().available()));
-    boolean retry = RetryDecision.ALLOWED.equals(retryReason);
-    JsonObject entry = new JsonObject().put("attempt", a.number).put("phase", fault.phase().wireName())
-        .put("reason", fault.kind().reason()).put("prefill_iid", a.producer.iid())
-        .put("decode_iid", a.consumer == null ? null : a.consumer.iid()).put("status", fault.status())
-        .put("transient", transientFault).put("output_started", sink.committed()).put("retry_reason", retryReason)
-        .put("backoff_s", retry ? backoffMs / 1000.0 : null).put("error_message", fault.detail());
+    int maxAttempts = whole == null ? cfg.serving().maxAttempts() : whole.maxAttempts(cfg.serving().maxAttempts());
+    RetryReason retryReason = RetryDecision.decide(new RetryDecision.Facts(dispatched, client.committed(), a.number,
+        maxAttempts, transientFault, backoffMs, remainingMs(), ctx.retryBudget().available()));
+    boolean retry = retryReason == RetryReason.ALLOWED;
+    JsonObject entry = JournalRow.attemptFailure(a.number, fault, a.producer, a.consumer, transientFault, client.committed(),
+        retryReason, retry ? backoffMs / 1000.0 : null);
     if (leftToLease(a)) entry.put("handoff", "left_to_lease");
     attemptFailures.add(entry);
     ctx.metrics().attemptFailure(fault.phase().wireName(), fault.kind().reason());
-    trace.attemptFailed(fault, retryReason);
+    trace.attemptFailed(fault, retryReason.wireName());
     if (retry) {
       retried = a;
       retriedFault = fault;
@@ -335,8 +395,20 @@ final class RequestLifecycle implements Admission.Cuttable {
       });
       return;
     }
-    if ("shared_budget".equals(retryReason)) ctx.metrics().retryDenied();
+    if (retryReason == RetryReason.SHARED_BUDGET) ctx.metrics().retryDenied();
     fail(a, fault);
+  }
+
+  /**
+   * The engine of a whole request answered the request's own fault, passed to the client as is: evidence for nothing.
+   * vLLM's 404 for an adapter the engine no longer lists takes the adapter off the engine's list, as for any leg.
+   */
+  private void engineRefused(Attempt a, WholeLeg.EngineRefused refused) {
+    if (refused.modelMissing && !request.model().equals(BaseModels.of(cfg, a.consumer.iid()))) {
+      ctx.controlBus().unlist(a.consumer.iid(), request.model());
+    }
+    ctx.metrics().invalid();
+    finish(RequestOutcome.INVALID, FaultKind.ENGINE_REJECTED.reason(), refused.status, null);
   }
 
   /**
@@ -345,9 +417,10 @@ final class RequestLifecycle implements Admission.Cuttable {
    */
   private void retryDenied(Attempt denied) {
     release(denied.producer);
+    release(denied.consumer);
     attempt = retried.number;
     current = retried;
-    retriedEntry.put("retry_reason", "shared_budget").put("backoff_s", (Object) null);
+    retriedEntry.put("retry_reason", RetryReason.SHARED_BUDGET.wireName()).put("backoff_s", (Object) null);
     ctx.metrics().retryDenied();
     fail(retried, retriedFault);
   }
@@ -359,44 +432,50 @@ final class RequestLifecycle implements Admission.Cuttable {
     String errorType = a.decodeOutput ? fault.phase().wireName() : fault.errorType();
     EdgeError error = new EdgeError(fault.status(), errorType, fault.detail(), a.decodeOutput ? null : fault.param(),
         a.decodeOutput ? null : fault.code(), fault.kind().reason(), false);
-    sink.fail(error);
-    String terminal = fault.kind() == FaultKind.HANDOFF_EXPIRED ? "expired" : "failed";
-    if ("expired".equals(terminal)) ctx.metrics().expired(fault.kind().reason()); else ctx.metrics().failed(fault.kind().reason());
+    client.fail(error);
+    RequestOutcome terminal = fault.kind() == FaultKind.HANDOFF_EXPIRED ? RequestOutcome.EXPIRED : RequestOutcome.FAILED;
+    if (terminal == RequestOutcome.EXPIRED) ctx.metrics().expired(fault.kind().reason()); else ctx.metrics().failed(fault.kind().reason());
     finish(terminal, fault.kind().reason(), fault.status(), errorType);
   }
 
   private void reportFailure(Attempt a, EngineFault fault, String engineIid) {
     if (engineIid == null) return;
-    boolean crossed = a.consumer != null && !a.consumer.iid().equals(a.producer.iid());
+    boolean crossed = a.producer != null && a.consumer != null && !a.consumer.iid().equals(a.producer.iid());
     String producer = fault.phase() == Phase.DECODE && crossed ? a.producer.iid() : null;
     ctx.controlBus().report(new LegOutcome(engineIid, fault.phase(), false, fault.kind().failureClass(), fault.kind().reason(),
         producer, fault.kind().quarantines()));
   }
 
   private void noEngine(ReplyException reply) {
-    if (reply.failureCode() == Failures.MODEL_NOT_FOUND) {
-      EdgeError error = EdgeError.modelNotFound(request.model());
-      attempt = 0;
-      current = null;
-      sink.fail(error);
-      ctx.metrics().invalid();
-      finish("invalid", error.reason(), error.status(), error.type());
+    Optional<EdgeError> ownerGone = whole == null || dispatched || reply.failureCode() != Failures.NO_ENGINE
+        ? Optional.empty() : whole.ownerGone();
+    if (reply.failureCode() == Failures.MODEL_NOT_FOUND || ownerGone.isPresent()) {
+      refuse(ownerGone.orElseGet(() -> EdgeError.modelNotFound(request.model())));
       return;
     }
     EdgeError error = reply.failureCode() == Failures.FLEET_HOLD ? EdgeError.standby() : EdgeError.noEngine(dispatched, request.model());
-    sink.fail(error);
-    String terminal = dispatched ? "failed" : "rejected";
+    client.fail(error);
+    RequestOutcome terminal = dispatched ? RequestOutcome.FAILED : RequestOutcome.REJECTED;
     if (dispatched) ctx.metrics().failed(error.reason()); else ctx.metrics().rejected(error.reason());
     finish(terminal, error.reason(), error.status(), error.type());
+  }
+
+  /** The request is refused before any leg ran: it counts no attempt. */
+  private void refuse(EdgeError error) {
+    attempt = 0;
+    current = null;
+    client.fail(error);
+    ctx.metrics().invalid();
+    finish(RequestOutcome.INVALID, error.reason(), error.status(), error.type());
   }
 
   private void expire() {
     deadlineTimer = -1;
     if (done) return;
     EdgeError error = EdgeError.deadline();
-    sink.fail(error);
+    client.fail(error);
     ctx.metrics().expired(error.reason());
-    finish("expired", error.reason(), error.status(), error.type());
+    finish(RequestOutcome.EXPIRED, error.reason(), error.status(), error.type());
   }
 
   @Override
@@ -404,16 +483,16 @@ final class RequestLifecycle implements Admission.Cuttable {
     context.runOnContext(v -> {
       if (done) return;
       EdgeError error = EdgeError.graceExpired();
-      sink.fail(error);
+      client.fail(error);
       ctx.metrics().failed(error.reason());
-      finish("failed", error.reason(), error.status(), error.type());
+      finish(RequestOutcome.FAILED, error.reason(), error.status(), error.type());
     });
   }
 
   void cancelled() {
     if (done) return;
     ctx.metrics().cancelled();
-    finish("cancelled", "client_disconnected", 499, null);
+    finish(RequestOutcome.CANCELLED, EdgeFailure.CLIENT_DISCONNECTED.wireName(), 499, null);
   }
 
   /**
@@ -437,67 +516,42 @@ final class RequestLifecycle implements Admission.Cuttable {
     return (deadlineNanos - System.nanoTime()) / 1_000_000;
   }
 
-  private void finish(String terminal, String reason, int status, String errorType) {
+  private void finish(RequestOutcome terminal, String reason, int status, String errorType) {
     done = true;
     if (deadlineTimer >= 0) ctx.vertx().cancelTimer(deadlineTimer);
     if (backoffTimer >= 0) ctx.vertx().cancelTimer(backoffTimer);
     cancelLegs.tryComplete();
     if (decode != null) decode.cancel();
-    if (!"completed".equals(terminal)) leftToLease(current);
+    if (whole != null) whole.cancel();
+    if (terminal != RequestOutcome.COMPLETED) leftToLease(current);
     for (Reservation r : List.copyOf(held)) release(r);
     if (ttftNanos >= 0) ctx.metrics().ttft(ttftNanos);
     if (firstByteNanos >= 0) ctx.metrics().firstByte(firstByteNanos);
-    trace.finished(terminal, reason, status, errorType, attempt);
-    ctx.journal().append(journalRow(terminal, reason, status, errorType));
+    trace.finished(terminal.wireName(), reason, status, errorType, attempt);
+    ctx.journal().append(new JournalRow(request.rid(), request.clientRid(), request.endpoint(), request.arrived(),
+            request.arrivedNanos())
+        .model(acceptedModel).ending(terminal, reason, status, errorType).timing(ttftNanos, firstByteNanos)
+        .engines(current == null ? null : current.producer, current == null ? null : current.consumer)
+        .attempts(attempt, attemptFailures).output(client.outputLength(), handoffsLeft).usage(usage)
+        .traceId(trace.traceId()).done());
     ctx.admission().untrack(this);
     onFinish.run();
   }
 
-  private JsonObject journalRow(String terminal, String reason, int status, String errorType) {
-    Attempt a = current;
-    boolean hasDecode = a != null && a.consumer != null;
-    return new JsonObject().put("rid", request.rid()).put("client_rid", request.clientRid())
-        .put("model", acceptedModel).put("endpoint", request.endpoint())
-        .put("arrived", request.arrived().toString()).put("terminal", terminal).put("reason", reason).put("status", status)
-        .put("error_type", errorType).put("ttft_s", seconds(ttftNanos)).put("first_byte_s", seconds(firstByteNanos))
-        .put("prefill_iid", a == null || a.producer == null ? null : a.producer.iid())
-        .put("decode_iid", hasDecode ? a.consumer.iid() : null)
-        .put("prefill_placement", a == null || a.producer == null ? null : a.producer.reason())
-        .put("decode_placement", hasDecode ? a.consumer.reason() : null)
-        .put("crossed", hasDecode ? !a.consumer.iid().equals(a.producer.iid()) : null)
-        .put("attempts", attempt).put("attempt_failures", new JsonArray(new ArrayList<>(attemptFailures)))
-        .put("output_len", sink.outputLength()).put("handoffs_left", handoffsLeft)
-        .put("prompt_tokens", usageCount("prompt_tokens")).put("completion_tokens", usageCount("completion_tokens"))
-        .put("cached_tokens", cachedTokens()).put("trace_id", trace.traceId())
-        .put("duration_s", (System.nanoTime() - request.arrivedNanos()) / 1e9);
-  }
-
   /**
-   * The request's tokens, counted and timed per model (docs/metrics.md): the engine's usage, time per output token
-   * (vLLM's definition: the decode's time after its first output over the tokens after the first), end to end.
+   * The request's tokens, counted and timed per model (docs/metrics.md): the engine's usage, end to end, and for a
+   * decode the time per output token (vLLM's definition: the decode's time after its first output over the tokens
+   * after the first).
    */
-  private void account(DecodeEnd end) {
+  private void account(Attempt a, DecodeEnd end) {
     usage = end.usage();
-    perModel.usage(usage);
+    if (usage != null || whole == null) perModel.usage(usage);
     long now = System.nanoTime();
     perModel.e2e(now - request.arrivedNanos());
-    Integer completion = usageCount("completion_tokens");
+    Integer completion = JournalRow.count(usage, "completion_tokens");
     int tokens = completion != null ? completion : end.outputFrames();
-    if (tokens > 1) perModel.perOutputToken((lastOutputAt - firstOutputAt) / (tokens - 1));
-    trace.completed(usage, end.finishReason(), sink.outputLength());
-  }
-
-  private Integer usageCount(String field) {
-    return usage != null && usage.getValue(field) instanceof Number n ? n.intValue() : null;
-  }
-
-  private Integer cachedTokens() {
-    return usage != null && usage.getValue("prompt_tokens_details") instanceof JsonObject details
-        && details.getValue("cached_tokens") instanceof Number n ? n.intValue() : null;
-  }
-
-  private static Double seconds(long nanos) {
-    return nanos < 0 ? null : nanos / 1e9;
+    if (whole == null && tokens > 1) perModel.perOutputToken((a.lastOutputAt - a.firstOutputAt) / (tokens - 1));
+    trace.completed(usage, end.finishReason(), client.outputLength());
   }
 
   /** Arrival instant, for tests and the journal. */

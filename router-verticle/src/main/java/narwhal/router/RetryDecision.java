@@ -1,12 +1,12 @@
 package narwhal.router;
 
+import narwhal.common.fault.RetryReason;
+
 /**
  * Whether a failed attempt is retried (docs/errors.md): the conditions in their contractual order, the first
- * that fails named as {@code retry_reason}; {@code allowed} when all hold.
+ * that fails named as {@code retry_reason}; {@link RetryReason#ALLOWED} when all hold.
  */
 final class RetryDecision {
-  public static final String ALLOWED = "allowed";
-
   private RetryDecision() {
   }
 
@@ -15,14 +15,14 @@ final class RetryDecision {
                       long backoffMs, long remainingMs, boolean creditAvailable) {
   }
 
-  public static String decide(Facts f) {
-    if (!f.dispatched()) return "not_dispatched";
-    if (f.outputStarted()) return "output_started";
-    if (f.attempt() >= f.maxAttempts()) return "attempt_limit";
-    if (!f.transientFault()) return "non_transient";
-    if (f.backoffMs() >= f.remainingMs()) return "original_deadline";
-    if (!f.creditAvailable()) return "shared_budget";
-    return ALLOWED;
+  public static RetryReason decide(Facts f) {
+    if (!f.dispatched()) return RetryReason.NOT_DISPATCHED;
+    if (f.outputStarted()) return RetryReason.OUTPUT_STARTED;
+    if (f.attempt() >= f.maxAttempts()) return RetryReason.ATTEMPT_LIMIT;
+    if (!f.transientFault()) return RetryReason.NON_TRANSIENT;
+    if (f.backoffMs() >= f.remainingMs()) return RetryReason.ORIGINAL_DEADLINE;
+    if (!f.creditAvailable()) return RetryReason.SHARED_BUDGET;
+    return RetryReason.ALLOWED;
   }
 
   /** Full-jitter backoff: {@code U[0,1) × min(cap, base × 2^(attempt−1))}. */

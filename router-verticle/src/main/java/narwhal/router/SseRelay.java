@@ -143,9 +143,14 @@ final class SseRelay implements ClientSink {
       return;
     }
     writePending();
+    if (!response.ended() && !response.closed()) response.end(terminalEvent(error));
+  }
+
+  /** The event that ends a committed stream with {@code error} (docs/errors.md), with no {@code [DONE]} after it. */
+  static Buffer terminalEvent(EdgeError error) {
     JsonObject event = new JsonObject().put("error", new JsonObject().put("message", error.message())
         .put("type", error.type()).put("code", error.status()));
-    if (!response.ended() && !response.closed()) response.end(Buffer.buffer("data: " + event.encode() + "\n\n"));
+    return Buffer.buffer("data: " + event.encode() + "\n\n");
   }
 
   @Override

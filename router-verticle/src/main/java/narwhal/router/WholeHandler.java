@@ -1,21 +1,23 @@
 package narwhal.router;
 
 import io.vertx.core.Handler;
-import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.common.fault.RequestOutcome;
+import narwhal.router.telemetry.RequestTrace;
 
-import java.time.Instant;
+import java.util.List;
 
 /**
  * The edge of the endpoints an engine runs whole, not disaggregated ({@code /v1/embeddings}, {@code /tokenize},
  * {@code /detokenize}, {@code /v1/responses}; docs/operations.md#several-models): parses the body (a JSON object whose
- * {@code model}, when present, is a string), enforces the replica's {@link Admission} as the inference endpoints do,
- * then hands the request to its {@link WholeRequest}.
+ * {@code model} and {@code previous_response_id}, when present, are strings), enforces the replica's {@link Admission}
+ * as the inference endpoints do ({@link EdgeRefusal#admitted}), then hands the request to its {@link RequestLifecycle}
+ * with a {@link WholeLeg}.
  */
 final class WholeHandler implements Handler<RoutingContext> {
-  static final java.util.List<String> ENDPOINTS = java.util.List.of("/v1/embeddings", "/tokenize", "/detokenize", "/v1/responses");
+  static final List<String> ENDPOINTS = List.of("/v1/embeddings", "/tokenize", "/detokenize", "/v1/responses");
 
   private final RouterContext ctx;
   private final ResponseOwners owners;
@@ -30,42 +32,40 @@ final class WholeHandler implements Handler<RoutingContext> {
   @Override
   public void handle(RoutingContext rc) {
     NarwhalConfig cfg = ctx.config().get();
-    Instant arrived = rc.get(EdgeRefusal.ARRIVED);
-    long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
-    ctx.metrics().offered();
-    RouterInstance.received(ctx, rc);
-    JsonObject body;
-    try {
-      body = InferenceHandler.parse(rc.body().buffer());
-    } catch (DecodeException | ClassCastException e) {
-      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid(InferenceHandler.bodyFault(e), null), "invalid");
-      return;
-    }
+    JsonObject body = InferenceHandler.received(ctx, rc);
+    if (body == null) return;
     Object model = body.getValue("model");
     if (model != null && !(model instanceof String)) {
-      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("model: expected a string", "model"), "invalid");
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("model: expected a string", "model"), RequestOutcome.INVALID);
       return;
     }
     Object previous = body.getValue("previous_response_id");
     if (previous != null && !(previous instanceof String)) {
-      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("previous_response_id: expected a string", "previous_response_id"), "invalid");
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("previous_response_id: expected a string", "previous_response_id"),
+          RequestOutcome.INVALID);
       return;
     }
-    switch (ctx.admission().admit(cfg.serving().maxConnections())) {
-      case OVERLOADED -> {
-        EdgeRefusal.refuse(ctx, rc, EdgeError.overloaded(), "rejected");
-        return;
-      }
-      case SHUTTING_DOWN -> {
-        rc.response().putHeader("connection", "close");
-        EdgeRefusal.refuse(ctx, rc, EdgeError.shuttingDown(), "rejected");
-        return;
-      }
-      case ADMITTED -> { }
-    }
-    InferenceRequest request = new InferenceRequest(rc.get(RouterInstance.RID), rc.request().getHeader("x-request-id"), endpoint,
-        false, body, Boolean.TRUE.equals(body.getValue("stream")), rc.response(), arrived, arrivedNanos, null,
-        model instanceof String named ? named : cfg.model());
-    new WholeRequest(ctx, owners, request, (String) previous, ctx.admission()::finished).start();
+    if (!EdgeRefusal.admitted(ctx, rc)) return;
+    String rid = rc.get(RouterInstance.RID);
+    String clientRid = rc.request().getHeader("x-request-id");
+    long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
+    boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
+    String named = model instanceof String m ? m : cfg.model();
+    InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, false, body, stream, rc.response(),
+        rc.get(EdgeRefusal.ARRIVED), arrivedNanos, null, named);
+    RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
+        new RequestTrace.Start(operation(endpoint), named, rid, clientRid, endpoint, stream, arrivedNanos,
+            body.getValue("max_output_tokens")));
+    new RequestLifecycle(ctx, request, new WholeLeg(ctx, owners, request, (String) previous), ctx.admission()::finished, trace)
+        .start();
+  }
+
+  /** The request span's {@code gen_ai.operation.name}: the OpenTelemetry name where there is one, else the path's. */
+  static String operation(String endpoint) {
+    return switch (endpoint) {
+      case "/v1/embeddings" -> "embeddings";
+      case "/v1/responses" -> "chat";
+      default -> endpoint.substring(endpoint.lastIndexOf('/') + 1);
+    };
   }
 }

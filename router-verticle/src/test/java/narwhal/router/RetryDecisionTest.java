@@ -15,44 +15,44 @@ class RetryDecisionTest {
 
   @Test
   void allConditionsHoldIsAllowed() {
-    assertEquals("allowed", RetryDecision.decide(allowed()));
-    assertEquals(RetryDecision.ALLOWED, "allowed");
+    assertEquals("allowed", RetryDecision.decide(allowed()).wireName());
+    assertEquals(narwhal.common.fault.RetryReason.ALLOWED.wireName(), "allowed");
   }
 
   @Test
   void everyReasonInContractOrder() {
     // Every condition fails: the first in order is named; then each is cured in turn and the next one shows.
     RetryDecision.Facts f = new RetryDecision.Facts(false, true, 2, 2, false, 500, 100, false);
-    assertEquals("not_dispatched", RetryDecision.decide(f));
+    assertEquals("not_dispatched", RetryDecision.decide(f).wireName());
     f = new RetryDecision.Facts(true, true, 2, 2, false, 500, 100, false);
-    assertEquals("output_started", RetryDecision.decide(f));
+    assertEquals("output_started", RetryDecision.decide(f).wireName());
     f = new RetryDecision.Facts(true, false, 2, 2, false, 500, 100, false);
-    assertEquals("attempt_limit", RetryDecision.decide(f));
+    assertEquals("attempt_limit", RetryDecision.decide(f).wireName());
     f = new RetryDecision.Facts(true, false, 1, 2, false, 500, 100, false);
-    assertEquals("non_transient", RetryDecision.decide(f));
+    assertEquals("non_transient", RetryDecision.decide(f).wireName());
     f = new RetryDecision.Facts(true, false, 1, 2, true, 500, 100, false);
-    assertEquals("original_deadline", RetryDecision.decide(f));
+    assertEquals("original_deadline", RetryDecision.decide(f).wireName());
     f = new RetryDecision.Facts(true, false, 1, 2, true, 50, 100, false);
-    assertEquals("shared_budget", RetryDecision.decide(f));
+    assertEquals("shared_budget", RetryDecision.decide(f).wireName());
     f = new RetryDecision.Facts(true, false, 1, 2, true, 50, 100, true);
-    assertEquals("allowed", RetryDecision.decide(f));
+    assertEquals("allowed", RetryDecision.decide(f).wireName());
   }
 
   @Test
   void eachConditionAloneIsDecisive() {
     RetryDecision.Facts ok = allowed();
     assertEquals("not_dispatched", RetryDecision.decide(new RetryDecision.Facts(false, ok.outputStarted(), ok.attempt(),
-        ok.maxAttempts(), ok.transientFault(), ok.backoffMs(), ok.remainingMs(), ok.creditAvailable())));
-    assertEquals("output_started", RetryDecision.decide(new RetryDecision.Facts(true, true, 1, 2, true, 50, 10_000, true)));
-    assertEquals("attempt_limit", RetryDecision.decide(new RetryDecision.Facts(true, false, 2, 2, true, 50, 10_000, true)));
-    assertEquals("attempt_limit", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 1, true, 50, 10_000, true)),
+        ok.maxAttempts(), ok.transientFault(), ok.backoffMs(), ok.remainingMs(), ok.creditAvailable())).wireName());
+    assertEquals("output_started", RetryDecision.decide(new RetryDecision.Facts(true, true, 1, 2, true, 50, 10_000, true)).wireName());
+    assertEquals("attempt_limit", RetryDecision.decide(new RetryDecision.Facts(true, false, 2, 2, true, 50, 10_000, true)).wireName());
+    assertEquals("attempt_limit", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 1, true, 50, 10_000, true)).wireName(),
         "max_attempts 1 means no retry");
-    assertEquals("allowed", RetryDecision.decide(new RetryDecision.Facts(true, false, 2, 3, true, 50, 10_000, true)));
-    assertEquals("non_transient", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 2, false, 50, 10_000, true)));
-    assertEquals("original_deadline", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 2, true, 100, 100, true)),
+    assertEquals("allowed", RetryDecision.decide(new RetryDecision.Facts(true, false, 2, 3, true, 50, 10_000, true)).wireName());
+    assertEquals("non_transient", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 2, false, 50, 10_000, true)).wireName());
+    assertEquals("original_deadline", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 2, true, 100, 100, true)).wireName(),
         "a backoff that ends exactly at the deadline does not end before it");
-    assertEquals("allowed", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 2, true, 99, 100, true)));
-    assertEquals("shared_budget", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 2, true, 50, 10_000, false)));
+    assertEquals("allowed", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 2, true, 99, 100, true)).wireName());
+    assertEquals("shared_budget", RetryDecision.decide(new RetryDecision.Facts(true, false, 1, 2, true, 50, 10_000, false)).wireName());
   }
 
   @Test

@@ -205,6 +205,41 @@ class TracingTest {
   }
 
   @Test
+  void aRequestAnEngineRunsWholeIsTracedWithItsOneLegAsTheDecodeSpan() throws Exception {
+    String trace = "5cf92f3577b34da6a3ce929d0e0e4737";
+    RouterHarness.Reply reply = h.post("/v1/embeddings", new JsonObject().put("model", RouterHarness.MODEL)
+        .put("input", "the narwhal").toBuffer(), Map.of("traceparent", "00-" + trace + "-" + CLIENT_SPAN + "-01"));
+    assertEquals(200, reply.status(), reply.body());
+    String rid = reply.requestId();
+    List<OtlpReceiver.Received> spans = otlp.trace(trace, TracingTest::hasRequestSpan);
+    JsonObject row = h.journalRow(rid);
+    assertEquals(trace, row.getString("trace_id"), "the journal row carries the trace id");
+
+    OtlpReceiver.Received request = one(spans, "embeddings " + RouterHarness.MODEL);
+    assertEquals(Span.SpanKind.SPAN_KIND_SERVER, request.span().getKind());
+    assertEquals(CLIENT_SPAN, request.parentId());
+    assertEquals("embeddings", request.attribute("gen_ai.operation.name"));
+    assertEquals("/v1/embeddings", request.attribute("url.path"));
+    assertEquals(200L, request.attribute("http.response.status_code"));
+    assertEquals("completed", request.attribute("narwhal.terminal"));
+    assertEquals(1L, request.attribute("narwhal.attempts"));
+    assertEquals((long) row.getInteger("prompt_tokens"), request.attribute("gen_ai.usage.input_tokens"));
+
+    OtlpReceiver.Received attempt = one(spans, "narwhal.attempt");
+    assertEquals(request.spanId(), attempt.parentId());
+    assertEquals("D0", attempt.attribute("narwhal.decode.engine"));
+    Set<String> underAttempt = spans.stream().filter(s -> s.parentId().equals(attempt.spanId())).map(OtlpReceiver.Received::name)
+        .collect(Collectors.toCollection(TreeSet::new));
+    assertEquals(new TreeSet<>(List.of("narwhal.placement", "narwhal.decode", "narwhal.relay")), underAttempt);
+    assertEquals(5, spans.size(), "request, attempt, one placement, the leg, relay: " + OtlpReceiver.names(spans));
+    assertEquals("decode", one(spans, "narwhal.placement").attribute("narwhal.phase"));
+    OtlpReceiver.Received leg = one(spans, "narwhal.decode");
+    assertEquals(Span.SpanKind.SPAN_KIND_CLIENT, leg.span().getKind());
+    assertEquals("D0", leg.attribute("narwhal.engine"));
+    assertEquals(rid + "-a1-whole", leg.attribute("narwhal.engine.request_id"));
+  }
+
+  @Test
   void anInvalidDescriptorFailsTheValidationSpan() throws Exception {
     h.engine("P0").faults().add(new JsonObject().put("kind", "descriptor_missing").put("count", 1));
     h.engine("P1").faults().add(new JsonObject().put("kind", "descriptor_missing").put("count", 1));

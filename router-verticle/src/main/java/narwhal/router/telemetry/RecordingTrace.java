@@ -24,7 +24,8 @@ import java.util.function.Function;
 /**
  * The span tree of one traced request: the request span (the client's {@code traceparent} its parent), under it one
  * span per attempt, and under each attempt its placements, the prefill leg, the descriptor validation, the decode
- * leg (with a {@code first_token} event) and the relay. Span names and attributes: docs/operations.md#tracing.
+ * leg (with a {@code first_token} event) and the relay; for a request an engine runs whole, its one leg is the decode
+ * span. Span names and attributes: docs/operations.md#tracing.
  */
 final class RecordingTrace extends RequestTrace {
   static final String ATTEMPT = "narwhal.attempt";
@@ -78,7 +79,7 @@ final class RecordingTrace extends RequestTrace {
 
   RecordingTrace(Tracing tracing, Context parent, Start start) {
     this.tracing = tracing;
-    String operation = start.chat() ? "chat" : "text_completion";
+    String operation = start.operation();
     request = tracing.tracer().spanBuilder(operation + " " + start.model()).setParent(parent).setSpanKind(SpanKind.SERVER)
         .setStartTimestamp(tracing.epochNanos(start.arrivedNanos()), Tracing.unit())
         .setAttribute(OPERATION, operation).setAttribute(REQUEST_MODEL, start.model())
@@ -166,10 +167,16 @@ final class RecordingTrace extends RequestTrace {
 
   @Override
   public Map<String, String> decode(String engine, String requestId, boolean sameWorker, long handoffAgeNanos) {
+    Map<String, String> headers = whole(engine, requestId);
+    if (!ended) decode.setAttribute(SAME_WORKER, sameWorker).setAttribute(HANDOFF_AGE, handoffAgeNanos / 1e9);
+    return headers;
+  }
+
+  @Override
+  public Map<String, String> whole(String engine, String requestId) {
     if (ended) return Map.of();
     decode = child(DECODE, attemptContext(), SpanKind.CLIENT, now());
-    decode.setAttribute(ENGINE, engine).setAttribute(BACKEND_ID, requestId).setAttribute(SAME_WORKER, sameWorker)
-        .setAttribute(HANDOFF_AGE, handoffAgeNanos / 1e9);
+    decode.setAttribute(ENGINE, engine).setAttribute(BACKEND_ID, requestId);
     return headers(decode);
   }
 

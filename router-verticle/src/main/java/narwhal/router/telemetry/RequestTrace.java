@@ -19,8 +19,11 @@ import java.util.function.Function;
 public abstract class RequestTrace {
   public static final RequestTrace OFF = new RequestTrace() { };
 
-  /** What the request span is opened with. */
-  public record Start(boolean chat, String model, String rid, String clientRid, String endpoint, boolean stream,
+  /**
+   * What the request span is opened with; {@code operation} is its {@code gen_ai.operation.name} ({@code chat},
+   * {@code text_completion}, {@code embeddings}, …).
+   */
+  public record Start(String operation, String model, String rid, String clientRid, String endpoint, boolean stream,
                       long arrivedNanos, Object maxTokens) {
   }
 
@@ -51,7 +54,12 @@ public abstract class RequestTrace {
     return Map.of();
   }
 
-  /** The decode leg's end: {@code end} completes at its {@code [DONE]} or fails. */
+  /** The leg of a request an engine runs whole is dispatched to {@code engine}; returns the headers it would send. */
+  public Map<String, String> whole(String engine, String requestId) {
+    return Map.of();
+  }
+
+  /** The decode leg's end (or a whole leg's): {@code end} completes at its {@code [DONE]} (its answer's end) or fails. */
   public Future<DecodeEnd> decodeEnd(Future<DecodeEnd> end) {
     return end;
   }

@@ -1,0 +1,252 @@
+package narwhal.router;
+
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClientResponse;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.config.EngineConfig;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.common.fault.EngineFault;
+import narwhal.common.fault.FaultKind;
+import narwhal.common.fault.Phase;
+import narwhal.engines.client.DecodeEnd;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The one leg of a request an engine runs whole (docs/operations.md#endpoints-an-engine-runs-whole), and the client's end
+ * of it; its {@link RequestLifecycle} owns the rest (reservation, deadline, retries, ending, journal row). The body goes
+ * as the client sent it to one decode-capable engine of its model, or to the engine that answered its
+ * {@code previous_response_id} ({@link #pin}); the engine's answer comes back as is: a stream relayed chunk by chunk
+ * (committed with the first, its silences bounded by {@code engine.first_token_timeout_s} and
+ * {@code engine.decode_read_timeout_s}), any other answer read whole within {@code serving.max_response_bytes}. A
+ * {@code /v1/responses} answer's id is recorded with its engine before the client gets its last byte. Confined to the
+ * client connection's event loop.
+ */
+final class WholeLeg implements ClientEnd {
+  /** Where a {@code /v1/responses} answer names its id: the object's first {@code id}, or the stream's first event's. */
+  private static final Pattern RESPONSE_ID = Pattern.compile("\"id\"\\s*:\\s*\"(resp[^\"]*)\"");
+  private static final int ID_SCAN_BYTES = 8192;
+
+  /**
+   * The engine answered the request's own fault (a 4xx, passed to the client as is): evidence for nothing, not retried.
+   * {@code modelMissing}: vLLM's 404 for a model it does not serve.
+   */
+  static final class EngineRefused extends RuntimeException {
+    final int status;
+    final boolean modelMissing;
+
+    EngineRefused(int status, boolean modelMissing) {
+      super("engine answered HTTP " + status, null, false, false);
+      this.status = status;
+      this.modelMissing = modelMissing;
+    }
+  }
+
+  private final RouterContext ctx;
+  private final ResponseOwners owners;
+  private final InferenceRequest request;
+  private final String previousId;
+  private final HttpServerResponse client;
+  /** The engine that answered {@link #previousId}, null when the request names none. */
+  private String pinned;
+  private boolean committed;
+  private boolean cancelled;
+  private long outputBytes;
+  private Buffer head = Buffer.buffer();
+  private String responseId;
+  /** Completes once the engine of {@link #responseId} is recorded for follow-ups: the client's answer ends after it. */
+  private Future<Void> ownerRecorded = Future.succeededFuture();
+  /** The engine's answer being relayed, null before and after. */
+  private HttpClientResponse open;
+  private long readTimer = -1;
+
+  WholeLeg(RouterContext ctx, ResponseOwners owners, InferenceRequest request, String previousId) {
+    this.ctx = ctx;
+    this.owners = owners;
+    this.request = request;
+    this.previousId = previousId;
+    this.client = request.response();
+  }
+
+  /**
+   * Before the first attempt: finds the engine that answered {@code previous_response_id}; a refusal (vLLM's own 404)
+   * when no engine of the fleet is known to have.
+   */
+  Future<Optional<EdgeError>> pin() {
+    if (previousId == null) return Future.succeededFuture(Optional.empty());
+    return owners.owner(ctx.vertx(), previousId).map(iid -> {
+      pinned = iid;
+      return iid == null ? Optional.of(EdgeError.responseNotFound(previousId)) : Optional.empty();
+    });
+  }
+
+  /** A follow-up's state lives on its engine alone: it is never retried elsewhere. */
+  int maxAttempts(int configured) {
+    return pinned != null ? 1 : configured;
+  }
+
+  /** The engines a reservation must not take: {@code excluded}, and for a follow-up every engine but its own. */
+  List<String> exclude(List<String> excluded, NarwhalConfig cfg) {
+    if (pinned == null) return excluded;
+    for (EngineConfig e : cfg.engines()) if (!e.iid().equals(pinned)) excluded.add(e.iid());
+    return excluded;
+  }
+
+  /** No engine could be placed for a follow-up before any was sent: its engine is gone, vLLM's 404 says so. */
+  Optional<EdgeError> ownerGone() {
+    return pinned == null ? Optional.empty() : Optional.of(EdgeError.responseNotFound(previousId));
+  }
+
+  /**
+   * Relays {@code resp}, the answer of engine {@code iid}; {@code firstByte} runs when the client gets its first byte.
+   * Completes with the usage of a 200 (a response's {@code input_tokens}/{@code output_tokens} as prompt/completion);
+   * fails with {@link EngineRefused} for a 4xx passed on, or with the {@link EngineFault} that broke the answer.
+   */
+  Future<DecodeEnd> relay(HttpClientResponse resp, String iid, Runnable firstByte) {
+    if (cancelled) {
+      resp.request().reset();
+      return Future.failedFuture(new java.util.concurrent.CancellationException());
+    }
+    open = resp;
+    String type = resp.getHeader("content-type");
+    boolean stream = resp.statusCode() == 200 && type != null && type.startsWith("text/event-stream");
+    Promise<Void> end = Promise.promise();
+    long maxBytes = ctx.config().get().serving().maxResponseBytes();
+    Buffer whole = Buffer.buffer();
+    resp.handler(chunk -> {
+      if (cancelled) return;
+      if (stream) {
+        if (!committed) {
+          committed = true;
+          firstByte.run();
+          client.setStatusCode(200).setChunked(true).putHeader("content-type", type).putHeader("cache-control", "no-cache");
+        }
+        scan(chunk, iid);
+        outputBytes += chunk.length();
+        client.write(chunk);
+        if (client.writeQueueFull()) {
+          resp.pause();
+          client.drainHandler(v -> resp.resume());
+        }
+        armReadTimer(end);
+      } else if (whole.length() + chunk.length() > maxBytes) {
+        end.tryFail(new EngineFault(FaultKind.RESPONSE_TOO_LARGE, Phase.DECODE, "engine response larger than " + maxBytes + " bytes"));
+        resp.request().reset();
+      } else {
+        whole.appendBuffer(chunk);
+      }
+    });
+    resp.exceptionHandler(err -> end.tryFail(err instanceof EngineFault ? err : new EngineFault(FaultKind.CONNECTION_RESET,
+        Phase.DECODE, "engine connection failed before a complete response")));
+    resp.endHandler(v -> end.tryComplete());
+    if (stream) armReadTimer(end);
+    resp.resume();
+    return end.future().onComplete(ar -> {
+      cancelReadTimer();
+      open = null;
+    }).compose(v -> stream ? Future.succeededFuture(new DecodeEnd(null, null, 0)) : answer(resp, whole, iid, firstByte));
+  }
+
+  /** A whole answer to the client, as the engine sent it. */
+  private Future<DecodeEnd> answer(HttpClientResponse resp, Buffer body, String iid, Runnable firstByte) {
+    committed = true;
+    firstByte.run();
+    outputBytes = body.length();
+    JsonObject json = null;
+    try {
+      json = new JsonObject(body);
+    } catch (RuntimeException notJson) {
+      // the answer goes to the client as the engine sent it
+    }
+    if (resp.statusCode() == 200) scan(body, iid);
+    String type = resp.getHeader("content-type");
+    client.setStatusCode(resp.statusCode()).putHeader("content-type", type == null ? "application/json" : type);
+    ownerRecorded.onComplete(x -> client.end(body));
+    if (resp.statusCode() != 200) return Future.failedFuture(new EngineRefused(resp.statusCode(), modelMissing(resp.statusCode(), json)));
+    return Future.succeededFuture(new DecodeEnd(null, json != null && json.getValue("usage") instanceof JsonObject u ? usage(u) : null, 0));
+  }
+
+  /** vLLM's 404 for a model it does not serve, classified as every engine answer is ({@link EngineFault#ofStatus}). */
+  private static boolean modelMissing(int status, JsonObject body) {
+    if (status != 404 || body == null) return false;
+    Object message = body.getValue("error") instanceof JsonObject error ? error.getValue("message") : body.getValue("message");
+    return message instanceof String text && EngineFault.ofStatus(Phase.DECODE, status, text).kind() == FaultKind.ENGINE_MODEL_MISSING;
+  }
+
+  private static JsonObject usage(JsonObject usage) {
+    return usage.containsKey("input_tokens") ? new JsonObject().put("prompt_tokens", usage.getValue("input_tokens"))
+        .put("completion_tokens", usage.getValue("output_tokens")) : usage;
+  }
+
+  /**
+   * Finds a {@code /v1/responses} answer's id in its first bytes and records its engine at once: a client may send the
+   * follow-up the moment its answer ends, through any replica.
+   */
+  private void scan(Buffer chunk, String iid) {
+    if (responseId != null || !"/v1/responses".equals(request.endpoint()) || head.length() >= ID_SCAN_BYTES) return;
+    head.appendBuffer(chunk, 0, Math.min(chunk.length(), ID_SCAN_BYTES - head.length()));
+    Matcher m = RESPONSE_ID.matcher(head.toString(StandardCharsets.UTF_8));
+    if (m.find()) {
+      responseId = m.group(1);
+      head = null;
+      ownerRecorded = owners.answered(ctx.vertx(), responseId, iid);
+    }
+  }
+
+  private void armReadTimer(Promise<Void> end) {
+    cancelReadTimer();
+    NarwhalConfig cfg = ctx.config().get();
+    long silenceMs = committed ? cfg.engine().decodeReadTimeoutMs() : cfg.engine().firstTokenTimeoutMs();
+    if (silenceMs <= 0) return;
+    readTimer = ctx.vertx().setTimer(silenceMs, t -> end.tryFail(committed
+        ? new EngineFault(FaultKind.DECODE_SILENCE, Phase.DECODE, "engine went silent: nothing arrived within the "
+            + silenceMs / 1000.0 + "s read timeout")
+        : new EngineFault(FaultKind.FIRST_TOKEN_TIMEOUT, Phase.DECODE, "no output within " + silenceMs / 1000.0 + "s")));
+  }
+
+  private void cancelReadTimer() {
+    if (readTimer >= 0) ctx.vertx().cancelTimer(readTimer);
+    readTimer = -1;
+  }
+
+  /** The request ended: an answer still being relayed is dropped and its engine connection reset. */
+  void cancel() {
+    cancelled = true;
+    cancelReadTimer();
+    if (open != null) open.request().reset();
+    open = null;
+  }
+
+  @Override
+  public void complete(DecodeEnd end) {
+    if (committed && client.headWritten() && !client.ended()) ownerRecorded.onComplete(x -> {
+      if (!client.ended() && !client.closed()) client.end();
+    });
+  }
+
+  @Override
+  public void fail(EdgeError error) {
+    if (!committed) {
+      error.send(client);
+    } else if (client.headWritten() && !client.ended() && !client.closed()) {
+      client.end(SseRelay.terminalEvent(error));
+    }
+  }
+
+  @Override
+  public boolean committed() {
+    return committed;
+  }
+
+  @Override
+  public long outputLength() {
+    return outputBytes;
+  }
+}
