@@ -72,16 +72,13 @@ final class RequestLifecycle implements Admission.Cuttable {
   private Attempt current;
   private long ttftNanos = -1;
   private long firstByteNanos = -1;
-  /** The attempt whose failure scheduled the pending retry, its fault and its journal entry. */
-  private Attempt retried;
-  private EngineFault retriedFault;
-  private JsonObject retriedEntry;
+  private Retried retried;
   private boolean fitChecked;
   private int handoffsLeft;
   /** The engine's usage of the completed decode, null until then (or when it sent none). */
   private JsonObject usage;
 
-  /** A retry found no credit left when its prefill was about to dispatch (another request spent it meanwhile). */
+  /** A retry found no credit left when its first leg was about to dispatch (another request spent it meanwhile). */
   private static final class RetryDenied extends RuntimeException {
     RetryDenied() {
       super("no retry credit at dispatch", null, false, false);
@@ -96,6 +93,10 @@ final class RequestLifecycle implements Admission.Cuttable {
       super(error.message(), null, false, false);
       this.error = error;
     }
+  }
+
+  /** The attempt whose failure scheduled the pending retry, its fault and its {@code attempt_failures[]} entry. */
+  private record Retried(Attempt attempt, EngineFault fault, JsonObject entry) {
   }
 
   /** The engines and handoff of one attempt, and when its decode was sent and gave its first and latest output. */
@@ -386,9 +387,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     ctx.metrics().attemptFailure(fault.phase().wireName(), fault.kind().reason());
     trace.attemptFailed(fault, retryReason.wireName());
     if (retry) {
-      retried = a;
-      retriedFault = fault;
-      retriedEntry = entry;
+      retried = new Retried(a, fault, entry);
       backoffTimer = ctx.vertx().setTimer(Math.max(1, backoffMs), t -> {
         backoffTimer = -1;
         if (!done) runAttempt();
@@ -418,11 +417,11 @@ final class RequestLifecycle implements Admission.Cuttable {
   private void retryDenied(Attempt denied) {
     release(denied.producer);
     release(denied.consumer);
-    attempt = retried.number;
-    current = retried;
-    retriedEntry.put("retry_reason", RetryReason.SHARED_BUDGET.wireName()).put("backoff_s", (Object) null);
+    attempt = retried.attempt().number;
+    current = retried.attempt();
+    retried.entry().put("retry_reason", RetryReason.SHARED_BUDGET.wireName()).put("backoff_s", (Object) null);
     ctx.metrics().retryDenied();
-    fail(retried, retriedFault);
+    fail(retried.attempt(), retried.fault());
   }
 
   /** Ends the request with an engine fault of attempt {@code a}: no attempt follows. */
