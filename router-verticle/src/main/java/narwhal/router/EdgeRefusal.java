@@ -26,7 +26,7 @@ final class EdgeRefusal {
 
   /** {@code terminal} is {@code invalid} or {@code rejected}. */
   static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, String terminal) {
-    refuse(ctx, rc.request(), rc.get(RouterInstance.RID), rc.get(ARRIVED), rc.get(ARRIVED_NANOS), error, terminal);
+    refuse(ctx, rc.request(), rc.get(RequestKeys.RID), rc.get(ARRIVED), rc.get(ARRIVED_NANOS), error, terminal);
   }
 
   /** The same for a request that never reached the router's routes (a request head the decoder refused). */

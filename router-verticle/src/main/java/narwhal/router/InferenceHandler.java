@@ -36,12 +36,12 @@ final class InferenceHandler implements Handler<RoutingContext> {
   @Override
   public void handle(RoutingContext rc) {
     NarwhalConfig cfg = ctx.config().get();
-    String rid = rc.get(RouterInstance.RID);
+    String rid = rc.get(RequestKeys.RID);
     String clientRid = rc.request().getHeader("x-request-id");
     Instant arrived = rc.get(EdgeRefusal.ARRIVED);
     long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
     ctx.metrics().offered();
-    RouterInstance.received(ctx, rc);
+    ReceiveGuard.received(ctx, rc);
     JsonObject body;
     try {
       body = parse(rc.body().buffer());

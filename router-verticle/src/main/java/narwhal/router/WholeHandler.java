@@ -33,7 +33,7 @@ final class WholeHandler implements Handler<RoutingContext> {
     Instant arrived = rc.get(EdgeRefusal.ARRIVED);
     long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
     ctx.metrics().offered();
-    RouterInstance.received(ctx, rc);
+    ReceiveGuard.received(ctx, rc);
     JsonObject body;
     try {
       body = InferenceHandler.parse(rc.body().buffer());
@@ -63,7 +63,7 @@ final class WholeHandler implements Handler<RoutingContext> {
       }
       case ADMITTED -> { }
     }
-    InferenceRequest request = new InferenceRequest(rc.get(RouterInstance.RID), rc.request().getHeader("x-request-id"), endpoint,
+    InferenceRequest request = new InferenceRequest(rc.get(RequestKeys.RID), rc.request().getHeader("x-request-id"), endpoint,
         false, body, Boolean.TRUE.equals(body.getValue("stream")), rc.response(), arrived, arrivedNanos, null,
         model instanceof String named ? named : cfg.model());
     new WholeRequest(ctx, owners, request, (String) previous, ctx.admission()::finished).start();

@@ -1,0 +1,98 @@
+package narwhal.router;
+
+import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.ext.web.RoutingContext;
+
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * How one router instance receives requests (docs/errors.md): a connection's first request head must arrive within
+ * {@code serving.receive_timeout_s} and so must each body, else 408 and the connection closes; a body over
+ * {@code serving.max_request_bytes} is a 413 (refused from its declared length before any of it is read); a body
+ * whose framing broke ({@link FramingGuard}) is refused, never served from what arrived. Each refusal is journalled
+ * as {@code invalid}. The state is per connection of this instance's event loop.
+ */
+final class ReceiveGuard {
+  private final RouterContext ctx;
+  private final HttpServerOptions serverOptions;
+  private final Map<HttpConnection, Long> awaitingFirstRequest = new HashMap<>();
+  private final Set<HttpConnection> brokenBodies = new HashSet<>();
+
+  ReceiveGuard(RouterContext ctx, HttpServerOptions serverOptions) {
+    this.ctx = ctx;
+    this.serverOptions = serverOptions;
+  }
+
+  /** A new connection: its framing is watched and its first request head has a deadline. */
+  void connected(HttpConnection connection) {
+    FramingGuard.install(connection, serverOptions, () -> brokenBodies.add(connection));
+    long timer = ctx.vertx().setTimer(ctx.config().get().serving().receiveTimeoutMs(), t -> {
+      if (awaitingFirstRequest.remove(connection) != null) connection.close();
+    });
+    awaitingFirstRequest.put(connection, timer);
+    connection.closeHandler(v -> {
+      brokenBodies.remove(connection);
+      Long pending = awaitingFirstRequest.remove(connection);
+      if (pending != null) ctx.vertx().cancelTimer(pending);
+    });
+  }
+
+  /** A request head has arrived on {@code connection}: its first-request deadline is met. */
+  void headArrived(HttpConnection connection) {
+    Long headerTimer = awaitingFirstRequest.remove(connection);
+    if (headerTimer != null) ctx.vertx().cancelTimer(headerTimer);
+  }
+
+  /** Refuses a body whose declared length is over the limit before reading any of it; bounds the time to receive it. */
+  void declaredSize(RoutingContext rc) {
+    long receiveMs = ctx.config().get().serving().receiveTimeoutMs();
+    rc.put(RequestKeys.RECEIVE_TIMER, ctx.vertx().setTimer(receiveMs, t -> {
+      if (rc.response().headWritten() || rc.response().closed()) return;
+      rc.response().putHeader("connection", "close");
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, EdgeError.receiveTimeout(receiveMs), "invalid");
+      rc.request().connection().close();
+    }));
+    String length = rc.request().getHeader("content-length");
+    long limit = ctx.config().get().serving().maxRequestBytes();
+    try {
+      if (length != null && Long.parseLong(length.trim()) > limit) {
+        tooLarge(rc);
+        return;
+      }
+    } catch (NumberFormatException e) {
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("content-length: expected a number", null), "invalid");
+      return;
+    }
+    rc.next();
+  }
+
+  /** A body over {@code serving.max_request_bytes}, declared or counted as it arrived: 413, then the connection closes. */
+  void tooLarge(RoutingContext rc) {
+    rc.response().putHeader("connection", "close");
+    ctx.metrics().offered();
+    EdgeRefusal.refuse(ctx, rc, EdgeError.tooLarge(ctx.config().get().serving().maxRequestBytes()), "invalid");
+  }
+
+  /** A body whose framing broke (e.g. a bad chunk size) is refused, never served from what arrived. */
+  void framed(RoutingContext rc) {
+    if (!brokenBodies.remove(rc.request().connection())) {
+      rc.next();
+      return;
+    }
+    received(ctx, rc);
+    ctx.metrics().offered();
+    EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("malformed HTTP request body framing", null), "invalid");
+  }
+
+  /** The request's body has arrived: its receive timer (armed by {@link #declaredSize}) stops. */
+  static void received(RouterContext ctx, RoutingContext rc) {
+    Long timer = rc.get(RequestKeys.RECEIVE_TIMER);
+    if (timer != null) ctx.vertx().cancelTimer(timer);
+  }
+}
