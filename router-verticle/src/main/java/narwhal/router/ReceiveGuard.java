@@ -8,13 +8,15 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 
 /**
  * How one router instance receives requests (docs/errors.md): a connection's first request head must arrive within
  * {@code serving.receive_timeout_s} and so must each body, else 408 and the connection closes; a body over
  * {@code serving.max_request_bytes} is a 413 (refused from its declared length before any of it is read); a body
  * whose framing broke ({@link FramingGuard}) is refused, never served from what arrived. Each refusal is journalled
- * as {@code invalid}. The state is per connection of this instance's event loop.
+ * as {@code invalid}. Every request is stamped as its head arrives (its id, its arrival). The state is per
+ * connection of this instance's event loop.
  */
 final class ReceiveGuard {
   private final RouterContext ctx;
@@ -41,10 +43,19 @@ final class ReceiveGuard {
     });
   }
 
-  /** A request head has arrived on {@code connection}: its first-request deadline is met. */
-  void headArrived(HttpConnection connection) {
-    Long headerTimer = awaitingFirstRequest.remove(connection);
+  /**
+   * The first handler of every route: the connection's first-request deadline is met, and the request gets the
+   * router's id and its arrival; {@code x-request-id} answers with the client's own id when it sent one, else the router's.
+   */
+  void headArrived(RoutingContext rc) {
+    String rid = UUID.randomUUID().toString();
+    rc.put(RequestKeys.RID, rid);
+    Long headerTimer = awaitingFirstRequest.remove(rc.request().connection());
     if (headerTimer != null) ctx.vertx().cancelTimer(headerTimer);
+    EdgeRefusal.arrived(rc);
+    String own = rc.request().getHeader("x-request-id");
+    rc.response().putHeader("x-request-id", own != null && !own.isEmpty() ? own : rid);
+    rc.next();
   }
 
   /** Refuses a body whose declared length is over the limit before reading any of it; bounds the time to receive it. */

@@ -17,8 +17,8 @@ import java.util.logging.Logger;
 /**
  * One event loop's share of the router's HTTP ingress, on the port every instance of a replica shares: builds this
  * loop's engine client and {@link RouterContext}, mounts the edge's handlers on their paths, and starts and stops
- * the server. What each path does lives in its handler: the request keys ({@link RequestKeys}), the guards
- * ({@link ReceiveGuard}, {@link ClientKeyGuard}, {@link OpsTokenGuard}), the serving endpoints
+ * the server. What each path does lives in its handler: the guards ({@link ReceiveGuard}, which also stamps each
+ * request with its {@link RequestKeys}; {@link ClientKeyGuard}, {@link OpsTokenGuard}), the serving endpoints
  * ({@link InferenceHandler}, {@link WholeHandler}), the status routes and the failure mapping ({@link EdgeFailures}).
  * The retry budget, in-flight count, journal and metrics are the replica's ({@link Replica}).
  */
@@ -84,10 +84,7 @@ final class RouterInstance extends VerticleBase {
 
   private Router router(NarwhalConfig cfg, RouterContext ctx, ReceiveGuard receive, EdgeFailures failures) {
     Router router = Router.router(vertx);
-    router.route().handler(rc -> {
-      receive.headArrived(rc.request().connection());
-      RequestKeys.begin(rc);
-    });
+    router.route().handler(receive::headArrived);
     router.route().handler(Cors.handler(cfg.server().cors()));
     BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
     ClientKeyGuard clientKey = new ClientKeyGuard(ctx, replica.access());
