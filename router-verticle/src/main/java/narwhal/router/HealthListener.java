@@ -44,7 +44,7 @@ final class HealthListener {
       try {
         made.complete(Vertx.builder().with(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1)
             .setInternalBlockingPoolSize(1)).build());
-      } catch (RuntimeException e) {
+      } catch (Throwable e) {
         made.fail(e);
       }
     }, "narwhal-health-listener-start");
