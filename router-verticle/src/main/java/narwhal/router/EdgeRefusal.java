@@ -12,16 +12,13 @@ import java.time.Instant;
  * request.
  */
 final class EdgeRefusal {
-  static final String ARRIVED = "narwhal.arrived";
-  static final String ARRIVED_NANOS = "narwhal.arrived.nanos";
-
   private EdgeRefusal() {
   }
 
   /** Notes the arrival of a request on its routing context; the first handler of every route calls it. */
   static void arrived(RoutingContext rc) {
-    rc.put(ARRIVED, Instant.now());
-    rc.put(ARRIVED_NANOS, System.nanoTime());
+    rc.put(RequestKeys.ARRIVED, Instant.now());
+    rc.put(RequestKeys.ARRIVED_NANOS, System.nanoTime());
   }
 
   /**
@@ -47,7 +44,7 @@ final class EdgeRefusal {
 
   /** {@code terminal} is {@code INVALID} or {@code REJECTED}. */
   static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, RequestOutcome terminal) {
-    refuse(ctx, rc.request(), rc.get(RouterInstance.RID), rc.get(ARRIVED), rc.get(ARRIVED_NANOS), error, terminal);
+    refuse(ctx, rc.request(), rc.get(RequestKeys.RID), rc.get(RequestKeys.ARRIVED), rc.get(RequestKeys.ARRIVED_NANOS), error, terminal);
   }
 
   /** The same for a request that never reached the router's routes (a request head the decoder refused). */
@@ -57,19 +54,5 @@ final class EdgeRefusal {
     error.send(request.response());
     ctx.journal().append(new JournalRow(rid, request.getHeader("x-request-id"), request.path(), arrived, arrivedNanos)
         .ending(terminal, error.reason(), error.status(), error.type()).done());
-  }
-
-  /** As above, the outcome by its wire name ({@code invalid} or {@code rejected}), as {@link RouterInstance}'s guards name it. */
-  static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, String terminal) {
-    refuse(ctx, rc, error, outcome(terminal));
-  }
-
-  static void refuse(RouterContext ctx, HttpServerRequest request, String rid, Instant arrived, long arrivedNanos, EdgeError error,
-      String terminal) {
-    refuse(ctx, request, rid, arrived, arrivedNanos, error, outcome(terminal));
-  }
-
-  private static RequestOutcome outcome(String terminal) {
-    return "invalid".equals(terminal) ? RequestOutcome.INVALID : RequestOutcome.REJECTED;
   }
 }

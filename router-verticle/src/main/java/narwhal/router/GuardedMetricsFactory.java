@@ -26,13 +26,18 @@ import io.vertx.core.spi.observability.HttpRequest;
 import io.vertx.core.spi.observability.HttpResponse;
 import io.vertx.micrometer.MicrometerMetricsFactory;
 
+import java.util.logging.Filter;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+
 /**
  * Vert.x Micrometer metrics whose HTTP server side tolerates a connection that has no socket metric.
  * Vert.x creates a server's metrics in the bind listener, after the acceptor is live; a connection accepted in
  * between gets no socket metric while its HTTP connection does get the server metrics, and Micrometer's
  * {@code requestBegin} then throws on the missing metric and the request is never handled. Such a connection's
  * requests are served and left out of the Vert.x HTTP series. With {@code metrics.vertx_http} false
- * ({@link narwhal.common.config.MetricsConfig}) no HTTP server or client metrics are made at all.
+ * ({@link narwhal.common.config.MetricsConfig}) no HTTP server or client metrics are made at all. Micrometer's
+ * warning about Vert.x's own gauges registered again is not logged ({@link VertxGaugeRepeats}).
  */
 public final class GuardedMetricsFactory implements VertxMetricsFactory {
   private final VertxMetricsFactory delegate;
@@ -59,6 +64,7 @@ public final class GuardedMetricsFactory implements VertxMetricsFactory {
 
   @Override
   public VertxMetrics metrics(VertxOptions options) {
+    VertxGaugeRepeats.install();
     VertxMetrics metrics = delegate.metrics(options);
     return metrics == null ? null : new Guarded(metrics, http);
   }
@@ -99,6 +105,39 @@ public final class GuardedMetricsFactory implements VertxMetricsFactory {
     @Override public void vertxCreated(Vertx vertx) { d.vertxCreated(vertx); }
     @Override public boolean isMetricsEnabled() { return d.isMetricsEnabled(); }
     @Override public void close() { d.close(); }
+  }
+
+  /**
+   * Vert.x's Micrometer metrics register a gauge again for every connection, request, connection pool and event-bus
+   * handler ({@code vertx.http.client.active.connections}, {@code vertx.pool.in.use}, ...): they keep one counter
+   * per meter id, so the values are exact, and Micrometer hands back the gauge it has. Micrometer logs the first
+   * such registration of the process as a WARNING (the later ones at debug level), so every start warned about a
+   * meter nobody registered wrongly. This filter on Micrometer's registry logger drops that record for a
+   * {@code vertx.*} meter; the record for any other meter passes, as does everything else the logger says.
+   */
+  static final class VertxGaugeRepeats implements Filter {
+    /** Held here: the logging framework keeps loggers weakly, and a collected logger would lose its filter. */
+    private static final Logger REGISTRY_LOG = Logger.getLogger("io.micrometer.core.instrument.MeterRegistry");
+    private static final String VERTX_GAUGE_AGAIN = "has been already registered (MeterId{name='vertx.";
+
+    private final Filter next;
+
+    private VertxGaugeRepeats(Filter next) {
+      this.next = next;
+    }
+
+    /** Puts the filter on Micrometer's registry logger, once, in front of any filter it had. */
+    static synchronized void install() {
+      Filter current = REGISTRY_LOG.getFilter();
+      if (!(current instanceof VertxGaugeRepeats)) REGISTRY_LOG.setFilter(new VertxGaugeRepeats(current));
+    }
+
+    @Override
+    public boolean isLoggable(LogRecord record) {
+      String message = record.getMessage();
+      if (message != null && message.contains(VERTX_GAUGE_AGAIN)) return false;
+      return next == null || next.isLoggable(record);
+    }
   }
 
   /** Skips every call whose socket, request or WebSocket metric is missing. */

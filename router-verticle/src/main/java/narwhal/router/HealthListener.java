@@ -26,13 +26,31 @@ final class HealthListener {
 
   /** Listens on {@code host:port} (0: any free port); fails if the port is taken. */
   static Future<HealthListener> start(String host, int port, ReadinessAnswer answer) {
-    Vertx own = Vertx.builder().with(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1)
-        .setInternalBlockingPoolSize(1)).build();
-    return own.createHttpServer(new HttpServerOptions().setHost(host).setPort(port).setTcpNoDelay(true))
+    return ownVertx().compose(own -> own.createHttpServer(new HttpServerOptions().setHost(host).setPort(port).setTcpNoDelay(true))
         .requestHandler(request -> answer(request, answer)).listen()
         .map(server -> new HealthListener(own, server))
         .recover(err -> own.close().transform(x -> Future.failedFuture(
-            new IllegalStateException("server.health_port " + port + ": cannot listen on " + host + ": " + err.getMessage(), err))));
+            new IllegalStateException("server.health_port " + port + ": cannot listen on " + host + ": " + err.getMessage(), err)))));
+  }
+
+  /**
+   * The listener's own Vert.x instance, made on a thread of its own: made on the replica's event loop, Vert.x would
+   * warn at every start that a Vert.x instance is created from inside another's context, and the loop would wait
+   * for the new instance's threads.
+   */
+  private static Future<Vertx> ownVertx() {
+    io.vertx.core.Promise<Vertx> made = io.vertx.core.Promise.promise();
+    Thread maker = new Thread(() -> {
+      try {
+        made.complete(Vertx.builder().with(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1)
+            .setInternalBlockingPoolSize(1)).build());
+      } catch (Throwable e) {
+        made.fail(e);
+      }
+    }, "narwhal-health-listener-start");
+    maker.setDaemon(true);
+    maker.start();
+    return made.future();
   }
 
   private static void answer(HttpServerRequest request, ReadinessAnswer answer) {

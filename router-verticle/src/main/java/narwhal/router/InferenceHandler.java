@@ -38,10 +38,10 @@ final class InferenceHandler implements Handler<RoutingContext> {
   @Override
   public void handle(RoutingContext rc) {
     NarwhalConfig cfg = ctx.config().get();
-    String rid = rc.get(RouterInstance.RID);
+    String rid = rc.get(RequestKeys.RID);
     String clientRid = rc.request().getHeader("x-request-id");
-    Instant arrived = rc.get(EdgeRefusal.ARRIVED);
-    long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
+    Instant arrived = rc.get(RequestKeys.ARRIVED);
+    long arrivedNanos = rc.get(RequestKeys.ARRIVED_NANOS);
     JsonObject body = received(ctx, rc);
     if (body == null) return;
     Optional<EdgeError> invalid = RequestValidator.check(body, chat);
@@ -79,7 +79,7 @@ final class InferenceHandler implements Handler<RoutingContext> {
    */
   static JsonObject received(RouterContext ctx, RoutingContext rc) {
     ctx.metrics().offered();
-    RouterInstance.received(ctx, rc);
+    ReceiveGuard.received(ctx, rc);
     try {
       return parse(rc.body().buffer());
     } catch (DecodeException | ClassCastException e) {

@@ -15,6 +15,8 @@ import narwhal.common.bus.Readiness;
  */
 final class ReadinessAnswer {
   private static final String HEALTHY = new JsonObject().put("status", "ok").encode();
+  /** The reason a draining replica gives for not being ready. */
+  static final String DRAINING = "draining: this router replica is stopping";
 
   private final Admission admission;
   private final Vertx routerVertx;
@@ -33,7 +35,7 @@ final class ReadinessAnswer {
     JsonObject body;
     String refusal = ClusterView.of(routerVertx).refusal();
     if (admission.draining()) {
-      body = new JsonObject().put("ready", false).put("reason", RouterInstance.DRAINING);
+      body = new JsonObject().put("ready", false).put("reason", DRAINING);
     } else if (refusal != null) {
       body = new JsonObject().put("ready", false).put("reason", refusal);
     } else {

@@ -29,13 +29,6 @@ public final class RouterVerticle extends VerticleBase {
   private static final Logger LOG = Logger.getLogger(RouterVerticle.class.getName());
   private static final AtomicInteger ANY_PORT_KEYS = new AtomicInteger();
 
-  /** What the instances of one replica share; every part is thread-safe. */
-  record Shared(Supplier<NarwhalConfig> config, EngineFacts facts, MeterRegistry registry, RouterMetrics metrics,
-                Journal journal, RetryBudget retryBudget, Admission admission, Supplier<List<String>> members,
-                UnaryOperator<String> env, AtomicReference<Access> access, AtomicReference<List<String>> restartPending,
-                ModelMetrics models, Tracing tracing, ResponseOwners responseOwners, ReadinessAnswer readiness) {
-  }
-
   private final Supplier<NarwhalConfig> config;
   private final EngineFacts facts;
   private final MeterRegistry registry;
@@ -43,7 +36,7 @@ public final class RouterVerticle extends VerticleBase {
   private final Supplier<List<String>> members;
   private final UnaryOperator<String> env;
   private final Admission admission = new Admission();
-  private Shared shared;
+  private Replica shared;
   /** The configuration this replica started with (start-only keys keep its values) and the last one applied. */
   private NarwhalConfig startedWith;
   private NarwhalConfig lastApplied;
@@ -97,7 +90,7 @@ public final class RouterVerticle extends VerticleBase {
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       clusterGauges(registry);
-      shared = new Shared(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
+      shared = new Replica(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
           new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners(),
           new ReadinessAnswer(admission, vertx));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> {

@@ -46,13 +46,13 @@ final class WholeHandler implements Handler<RoutingContext> {
       return;
     }
     if (!EdgeRefusal.admitted(ctx, rc)) return;
-    String rid = rc.get(RouterInstance.RID);
+    String rid = rc.get(RequestKeys.RID);
     String clientRid = rc.request().getHeader("x-request-id");
-    long arrivedNanos = rc.get(EdgeRefusal.ARRIVED_NANOS);
+    long arrivedNanos = rc.get(RequestKeys.ARRIVED_NANOS);
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
     String named = model instanceof String m ? m : cfg.model();
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, false, body, stream, rc.response(),
-        rc.get(EdgeRefusal.ARRIVED), arrivedNanos, null, named);
+        rc.get(RequestKeys.ARRIVED), arrivedNanos, null, named);
     RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
         new RequestTrace.Start(operation(endpoint), named, rid, clientRid, endpoint, stream, arrivedNanos,
             body.getValue("max_output_tokens")));

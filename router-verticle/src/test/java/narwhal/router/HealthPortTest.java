@@ -53,7 +53,7 @@ class HealthPortTest {
         h.router.drain();
         HttpResponse<String> draining = get(healthPort, "/ready");
         assertEquals(503, draining.statusCode(), "draining reaches the health port at once, loops held or not");
-        assertEquals(RouterInstance.DRAINING, new JsonObject(draining.body()).getString("reason"));
+        assertEquals(ReadinessAnswer.DRAINING, new JsonObject(draining.body()).getString("reason"));
 
         release.countDown();
         assertEquals(503, viaClientPort.get().statusCode(), "the client port answers the same once its loop runs");
