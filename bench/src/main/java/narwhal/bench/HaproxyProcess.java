@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * haproxy from the OS packages in front of router replicas, with the settings of {@code deploy/haproxy.cfg}
- * ({@link #config}): health check {@code GET /ready}, retries only on connection failures and 503 refusals, health
+ * ({@link #config}, {@link HaproxyConfig}): health check {@code GET /ready}, retries only on connection failures and 503 refusals, health
  * check changes logged. Its log goes to a file; {@link #servers} reads each server's state from the stats page.
  * Stopped with SIGTERM.
  */
@@ -56,55 +56,13 @@ public final class HaproxyProcess implements AutoCloseable {
   }
 
   /**
-   * The configuration: {@code deploy/haproxy.cfg}'s defaults and backend, listening on {@code port}, stats (CSV) on
-   * {@code statsPort}, logging to standard error, one {@code server} line per replica.
+   * The configuration ({@link HaproxyConfig}): {@code deploy/haproxy.cfg}'s settings, listening on {@code port}, stats
+   * (CSV) on {@code statsPort}, logging to standard error, one {@code server} line per replica.
    */
   public static String config(int port, int statsPort, List<Server> servers) {
-    StringBuilder s = new StringBuilder()
-        .append("global\n")
-        .append("  log stderr format raw local0 info\n")
-        .append("  maxconn 4096\n")
-        .append("defaults\n")
-        .append(DEFAULTS)
-        .append("frontend narwhal\n")
-        .append("  bind 127.0.0.1:").append(port).append('\n')
-        .append("  default_backend routers\n")
-        .append("listen stats\n")
-        .append("  bind 127.0.0.1:").append(statsPort).append('\n')
-        .append("  stats enable\n")
-        .append("  stats uri /stats\n")
-        .append("backend routers\n")
-        .append(BACKEND);
-    for (Server server : servers) {
-      s.append("  server ").append(server.name()).append(" 127.0.0.1:").append(server.port()).append(" check\n");
-    }
-    return s.toString();
+    return HaproxyConfig.render(HaproxyConfig.deployed(), "127.0.0.1", port, statsPort,
+        servers.stream().map(s -> new HaproxyConfig.Server(s.name(), "127.0.0.1", s.port())).toList());
   }
-
-  /** The {@code defaults} section of {@code deploy/haproxy.cfg} (a test keeps the two the same). */
-  static final String DEFAULTS = """
-        mode http
-        log global
-        option log-health-checks
-        option dontlognull
-        timeout connect 2s
-        timeout client 10m
-        timeout server 10m
-        timeout check 2s
-        timeout http-request 10s
-        retries 2
-        retry-on conn-failure 503
-        option redispatch 1
-        option http-no-delay
-      """;
-
-  /** The {@code backend routers} section of {@code deploy/haproxy.cfg} without its server lines. */
-  static final String BACKEND = """
-        balance leastconn
-        option httpchk GET /ready
-        http-check expect status 200
-        default-server inter 500ms fall 2 rise 2
-      """;
 
   public static HaproxyProcess start(Path binary, Path dir, List<Server> servers) {
     try {

@@ -75,7 +75,8 @@ final class PropagationScenario implements Scenario {
     report.table(eject).table(readmit);
     ResultTable polls = new ResultTable("state polls", "polls answered", "round trip p50 ms", "round trip p99 ms", "interval ms");
     LatencyHistogram rt = watch.roundTrips();
-    polls.row(rt.count(), Fmt.pct(rt, 0.5), Fmt.pct(rt, 0.99), StateWatch.INTERVAL_MS);
+    List<String> roundTrip = roundTripCells(rt);
+    polls.row(rt.count(), roundTrip.get(0), roundTrip.get(1), StateWatch.INTERVAL_MS);
     report.table(polls);
 
     double[] spreads = results.stream().mapToDouble(x -> x.ejectSpread).sorted().toArray();
@@ -174,5 +175,10 @@ final class PropagationScenario implements Scenario {
     if (sorted.length == 0) return 0;
     int rank = (int) Math.ceil(q * sorted.length);
     return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
+  }
+
+  /** The state polls' round trip, p50 and p99 in ms. */
+  static List<String> roundTripCells(LatencyHistogram rt) {
+    return List.of(Fmt.pct(rt, 50), Fmt.pct(rt, 99));
   }
 }

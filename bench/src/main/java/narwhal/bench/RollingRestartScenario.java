@@ -140,6 +140,18 @@ final class RollingRestartScenario implements Scenario {
         (up.nanos() - t0) / 1_000_000, watch.fewestUpSince(t0), stopNote);
   }
 
+  /**
+   * A phase's latency cells: p50, p99, both minus {@code base}'s (the settled phase after it), and the first-token
+   * p99 when {@code firstToken} is given (streams).
+   */
+  static List<String> latencyCells(LatencyHistogram h, LatencyHistogram base, LatencyHistogram firstToken) {
+    boolean both = h.count() > 0 && base.count() > 0;
+    return List.of(Fmt.pct(h, 50), Fmt.pct(h, 99),
+        both ? Fmt.deltaMs(h.percentile(50) - base.percentile(50)) : "—",
+        both ? Fmt.deltaMs(h.percentile(99) - base.percentile(99)) : "—",
+        firstToken == null ? "—" : Fmt.pct(firstToken, 99));
+  }
+
   private static void report(BenchReport report, PhasedLoad traffic, List<Step> steps, HaproxyProcess haproxy) {
     Map<String, Map<String, PhasedLoad.Tally>> phases = traffic.phases();
     ResultTable latency = new ResultTable("what the balancer's clients saw, by phase (requests that ended in it); latency ms, "
@@ -150,11 +162,9 @@ final class RollingRestartScenario implements Scenario {
       LatencyHistogram h = t.stats.latency();
       Map<String, PhasedLoad.Tally> settled = phases.get("after " + phase);
       LatencyHistogram base = settled == null || settled.get(mode) == null ? h : settled.get(mode).stats.latency();
-      boolean both = h.count() > 0 && base.count() > 0;
-      latency.row(phase, mode, t.stats.completed(), t.failed(), Fmt.pct(h, 0.5), Fmt.pct(h, 0.99),
-          both ? Fmt.deltaMs(h.percentile(0.5) - base.percentile(0.5)) : "—",
-          both ? Fmt.deltaMs(h.percentile(0.99) - base.percentile(0.99)) : "—",
-          mode.equals("stream") ? Fmt.pct(t.stats.firstToken(), 0.99) : "—");
+      List<Object> row = new ArrayList<>(List.of(phase, mode, t.stats.completed(), t.failed()));
+      row.addAll(latencyCells(h, base, mode.equals("stream") ? t.stats.firstToken() : null));
+      latency.row(row.toArray());
       new TreeMap<>(t.kinds).forEach((kind, n) -> {
         if (!kind.equals("ok")) failures.row(phase, mode, kind, n);
       });

@@ -92,7 +92,7 @@ public final class RouterProcess implements AutoCloseable {
     if (options.jfr()) {
       command.addAll(List.of("-XX:StartFlightRecording=name=bench,settings=profile", "-XX:FlightRecorderOptions=stackdepth=128"));
     }
-    command.addAll(List.of("-jar", env.jar().toString(), "serve", "--fleet", fleetFile.toString()));
+    command.addAll(List.of("-jar", env.routerJar().toString(), "serve", "--fleet", fleetFile.toString()));
     command.addAll(options.serveArgs());
     long t0 = System.nanoTime();
     Process process;

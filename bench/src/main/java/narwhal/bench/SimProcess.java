@@ -36,7 +36,7 @@ public final class SimProcess implements EngineFleet {
       Path file = env.tmp().resolve(name + "-engines.json");
       Files.writeString(file, config.encodePrettily());
       Path log = env.tmp().resolve(name + "-engines.log");
-      Process process = new ProcessBuilder(env.java().toString(), "-Xmx" + heap, "-cp", env.jar().toString(),
+      Process process = new ProcessBuilder(env.java().toString(), "-Xmx" + heap, "-cp", env.toolsJar().toString(),
           SimFleetMain.class.getName(), file.toString()).redirectError(log.toFile()).start();
       List<Engine> engines = new ArrayList<>();
       BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));

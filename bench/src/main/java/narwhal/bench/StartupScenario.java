@@ -145,7 +145,7 @@ final class StartupScenario implements Scenario {
 
   private static long jvmFloor(BenchEnv env) throws IOException, InterruptedException {
     long t0 = System.nanoTime();
-    Process p = new ProcessBuilder(env.java().toString(), "-jar", env.jar().toString(), "--version").redirectErrorStream(true).start();
+    Process p = new ProcessBuilder(env.java().toString(), "-jar", env.routerJar().toString(), "--version").redirectErrorStream(true).start();
     p.getInputStream().readAllBytes();
     p.waitFor(30, TimeUnit.SECONDS);
     return (System.nanoTime() - t0) / 1_000_000;
@@ -156,7 +156,7 @@ final class StartupScenario implements Scenario {
     Path log = env.tmp().resolve("startup-router.log");
     AtomicLong listening = new AtomicLong(-1);
     long t0 = System.nanoTime();
-    Process p = new ProcessBuilder(env.java().toString(), "-jar", env.jar().toString(), "serve", "--fleet", fleetFile.toString())
+    Process p = new ProcessBuilder(env.java().toString(), "-jar", env.routerJar().toString(), "serve", "--fleet", fleetFile.toString())
         .redirectErrorStream(true).start();
     Thread reader = new Thread(() -> {
       try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));

@@ -1,7 +1,10 @@
-package narwhal.launcher;
+package narwhal.tools;
+
+import narwhal.launcher.CommandFailure;
 
 import narwhal.bench.Bench;
 import narwhal.bench.BenchOptions;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -12,30 +15,15 @@ import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
- * {@code narwhal bench <scenario>}: the benchmarks of QUALITY.md. Each prints its tables with the baseline beside
- * the router, writes a JSON result (and charts) under {@code bench-results/}, and exits 0 when it ran (missed
+ * {@code narwhal bench <scenario>}: the benchmarks of docs/benchmarks.md. Each prints its tables with the baseline
+ * beside the router, writes a JSON result (and charts) under {@code bench-results/}, and exits 0 when it ran (missed
  * performance targets are findings), 3 when a correctness check failed, 2 for an unknown scenario, 1 when the
- * benchmark itself failed.
+ * benchmark itself failed. The help lists the scenarios {@link Bench} registers ({@link #listScenarios}).
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
-    description = {"Run a benchmark scenario against simulated engines and report it against QUALITY.md.", ""},
-    footerHeading = "%nScenarios:%n", footer = {
-        "  overhead      P1 P4: first-byte overhead, req/s vs a direct two-leg client",
-        "  relay         P2: streamed tokens/s through the router vs through nginx",
-        "  concurrency   P3: 10,000 open streams on one replica: heap, errors, ITL",
-        "  startup       P6: process start to first served request (single, clustered)",
-        "  soak          R2: mixed load, 10%% faults: leaks, journal rows, hangs, heap",
-        "  fuzz-edge     R5: malformed and hostile input at the HTTP edge",
-        "  propagation   P5: ejection on 1 of 3 clustered replicas, seen by the others",
-        "  replica-kill  R3: 3 clustered replicas under load, SIGKILL one",
-        "  rolling-restart R4: 3 replicas behind haproxy, each SIGTERMed and restarted in turn",
-        "  placement     issue 22: placement policies on 4+4 loaded engines: TTFT, cache hits, slow producer",
-        "",
-        "Results go to bench-results/<scenario>[-smoke].json and .png.",
-        "Exit: 0 ran (missed targets are findings), 3 a correctness check failed,",
-        "2 unknown scenario, 1 the benchmark itself failed."})
+    description = {"Run a benchmark scenario against simulated engines and report it against docs/benchmarks.md.", ""})
 final class BenchCommand implements Callable<Integer> {
-  @Parameters(index = "0", paramLabel = "SCENARIO", description = "overhead, relay, concurrency, startup, soak, fuzz-edge, propagation, replica-kill, rolling-restart, placement")
+  @Parameters(index = "0", paramLabel = "SCENARIO", description = "one of the scenarios below")
   String scenario;
 
   @Option(names = "--smoke", description = "seconds-long run of the scenario (CI); its figures are not meaningful")
@@ -57,6 +45,18 @@ final class BenchCommand implements Callable<Integer> {
 
   @Option(names = "--out", defaultValue = "bench-results", description = "results directory (default: ${DEFAULT-VALUE})")
   Path out;
+
+  /** The help's footer: every scenario {@link Bench} registers, with its summary, then where results go and the exit codes. */
+  static void listScenarios(CommandLine bench) {
+    List<String> footer = new ArrayList<>(List.of("", "Scenarios:"));
+    Bench.scenarios().forEach((name, summary) -> footer.add(String.format("  %-16s %s", name, summary)));
+    footer.addAll(List.of("", "Results go to bench-results/<scenario>[-smoke].json and .png.",
+        "Exit: 0 ran (missed targets are findings), 3 a correctness check failed,",
+        "2 unknown scenario, 1 the benchmark itself failed."));
+    // the summaries are plain text: a '%' in one must not read as a format specifier
+    bench.setUsageHelpWidth(160);
+    bench.getCommandSpec().usageMessage().footer(footer.stream().map(line -> line.replace("%", "%%")).toArray(String[]::new));
+  }
 
   @Override
   public Integer call() {

@@ -1,4 +1,4 @@
-package narwhal.launcher;
+package narwhal.tools;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -8,6 +8,8 @@ import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.launcher.NarwhalNode;
+import narwhal.sim.SimEngineOptions;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -31,6 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class KeyedNodeTest {
   private static final String KEY_ENV = "NARWHAL_TEST_ENGINE_KEY";
   private static final String KEY = "sk-node-test";
+  private static final String MODEL = SimEngineOptions.DEFAULT_MODEL;
   private static final UnaryOperator<String> ENV = name -> KEY_ENV.equals(name) ? KEY : null;
   private final Vertx client = Vertx.vertx();
   private final HttpClientAgent http = client.createHttpClient();
@@ -44,7 +47,7 @@ class KeyedNodeTest {
     int producer = freePort();
     int consumer = freePort();
     Path journal = Files.createTempFile("narwhal-keyed-journal", ".jsonl");
-    NarwhalConfig config = NarwhalConfig.fromJson(new JsonObject().put("model", ClusterHarness.MODEL)
+    NarwhalConfig config = NarwhalConfig.fromJson(new JsonObject().put("model", MODEL)
         .put("engines", new JsonArray()
             .add(new JsonObject().put("iid", "P0").put("url", "http://127.0.0.1:" + producer).put("role", "prefill"))
             .add(new JsonObject().put("iid", "D0").put("url", "http://127.0.0.1:" + consumer).put("role", "decode")))
@@ -53,19 +56,19 @@ class KeyedNodeTest {
         .put("engine", new JsonObject().put("engine_api_key_env", KEY_ENV))
         .put("journal", new JsonObject().put("path", journal.toString())));
     List<String> said = new CopyOnWriteArrayList<>();
-    NarwhalNode node = ClusterHarness.await(NarwhalNode.start(config, NarwhalNode.PreflightMode.STRICT, said::add, ENV));
+    NarwhalNode node = await(NarwhalNode.start(config, NarwhalNode.PreflightMode.STRICT, said::add, ENV));
     try {
       assertTrue(said.contains("preflight passed"), String.valueOf(said));
       assertTrue(said.stream().anyMatch(l -> l.startsWith("P0→D0") && l.contains(" ok ")), String.valueOf(said));
-      Reply served = ClusterHarness.await(send("http://127.0.0.1:" + node.port() + "/v1/completions", null,
-          new JsonObject().put("model", ClusterHarness.MODEL).put("prompt", "The narwhal is").put("max_tokens", 4)));
+      Reply served = await(send("http://127.0.0.1:" + node.port() + "/v1/completions", null,
+          new JsonObject().put("model", MODEL).put("prompt", "The narwhal is").put("max_tokens", 4)));
       assertEquals(200, served.status(), served.body());
 
       String models = "http://127.0.0.1:" + producer + "/v1/models";
-      assertEquals(401, ClusterHarness.await(send(models, null, null)).status(), "the embedded engine wants the key");
-      assertEquals(200, ClusterHarness.await(send(models, KEY, null)).status());
+      assertEquals(401, await(send(models, null, null)).status(), "the embedded engine wants the key");
+      assertEquals(200, await(send(models, KEY, null)).status());
     } finally {
-      ClusterHarness.await(node.shutdown(line -> { }));
+      await(node.shutdown(line -> { }));
       Files.deleteIfExists(journal);
     }
   }
@@ -86,8 +89,16 @@ class KeyedNodeTest {
     }
   }
 
+  private static <T> T await(Future<T> future) {
+    try {
+      return future.await(60, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      throw new AssertionError(e);
+    }
+  }
+
   @AfterEach
   void close() {
-    ClusterHarness.await(http.close().eventually(client::close));
+    await(http.close().eventually(client::close));
   }
 }

@@ -1,4 +1,4 @@
-package narwhal.launcher;
+package narwhal.tools;
 
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;

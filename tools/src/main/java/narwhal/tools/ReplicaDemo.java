@@ -1,4 +1,7 @@
-package narwhal.launcher;
+package narwhal.tools;
+
+import narwhal.launcher.CommandFailure;
+import narwhal.launcher.Blocking;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -6,43 +9,42 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.bench.HaproxyConfig;
+import narwhal.bench.HaproxyProcess;
+import narwhal.bench.RunnableJars;
 import narwhal.sim.SimEngine;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 
 /**
  * {@code narwhal demo --replicas N}: what {@code deploy/} describes, on one machine. The simulated engines of the fleet
  * file run in this process; N router replicas, each its own {@code narwhal serve} process with its own fleet file
  * (port {@code server.port + k}, a cluster of their own on loopback), sit behind haproxy on {@code server.port}
- * configured from {@code deploy/haproxy.cfg}. A replica that exits (SIGTERM it to try a rolling restart) is started
+ * configured from {@code deploy/haproxy.cfg} ({@link HaproxyConfig}). A replica that exits (SIGTERM it to try a rolling restart) is started
  * again, as systemd's {@code Restart=} would. Stopping the demo stops the replicas gracefully, then haproxy.
  */
 final class ReplicaDemo {
   static final int MAX_REPLICAS = 9;
   private final NarwhalConfig config;
   private final int replicas;
-  private final Path deployCfg;
   private final List<ChildProcess> children = new ArrayList<>();
   private Vertx vertx;
   private final List<SimEngine> sims = new ArrayList<>();
   private volatile boolean stopping;
   private ChildProcess haproxy;
 
-  ReplicaDemo(NarwhalConfig config, int replicas, Path deployCfg) {
+  ReplicaDemo(NarwhalConfig config, int replicas) {
     if (replicas < 1 || replicas > MAX_REPLICAS) {
       throw new CommandFailure("--replicas: " + replicas + " is not valid: expected 1 to " + MAX_REPLICAS);
     }
     this.config = config;
     this.replicas = replicas;
-    this.deployCfg = deployCfg;
   }
 
   /** The replica processes' fleet files: the demo's, each on its own port, clustered on loopback, engines not embedded. */
@@ -62,9 +64,8 @@ final class ReplicaDemo {
   }
 
   int run() {
-    Path binary = haproxyBinary().orElseThrow(() -> new CommandFailure(
+    Path binary = HaproxyProcess.binary().orElseThrow(() -> new CommandFailure(
         "--replicas needs haproxy (Debian/Ubuntu: apt-get install haproxy)"));
-    if (!Files.isReadable(deployCfg)) throw new CommandFailure("--replicas needs " + deployCfg + " (run it from the repository)");
     try {
       Path dir = Files.createTempDirectory("narwhal-demo");
       Runtime.getRuntime().addShutdownHook(new Thread(this::stop, "narwhal-demo-stop"));
@@ -82,7 +83,7 @@ final class ReplicaDemo {
         supervise(k - 1);
       }
       Path cfg = dir.resolve("haproxy.cfg");
-      Files.writeString(cfg, HaproxyConfig.forDemo(Files.readString(deployCfg), config.server().host(), config.server().port(), servers));
+      Files.writeString(cfg, HaproxyConfig.forDemo(HaproxyConfig.deployed(), config.server().host(), config.server().port(), servers));
       haproxy = ChildProcess.start("haproxy", List.of(binary.toString(), "-db", "-f", cfg.toString()), dir.resolve("haproxy.log"), null);
       ChildProcess.awaitListening(haproxy, config.server().port());
       printTry(dir);
@@ -158,22 +159,12 @@ final class ReplicaDemo {
     Blocking.await(chain.eventually(vertx::close));
   }
 
-  static Optional<Path> haproxyBinary() {
-    List<String> dirs = new ArrayList<>(List.of("/usr/sbin", "/usr/local/sbin"));
-    String path = System.getenv("PATH");
-    if (path != null) dirs.addAll(List.of(path.split(":")));
-    return dirs.stream().filter(d -> !d.isEmpty()).map(d -> Path.of(d, "haproxy")).filter(Files::isExecutable).findFirst();
-  }
-
+  /** The production jar: the replicas run exactly what an operator deploys. */
   private static Path jar() {
     try {
-      Path self = Path.of(ReplicaDemo.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-      if (self.toString().endsWith(".jar")) return self;
-    } catch (URISyntaxException | RuntimeException ignored) {
-      // fall through
+      return RunnableJars.production();
+    } catch (IllegalStateException e) {
+      throw new CommandFailure("--replicas: " + e.getMessage());
     }
-    Path built = Path.of("launcher", "target", "narwhal.jar").toAbsolutePath();
-    if (!Files.exists(built)) throw new CommandFailure("--replicas: no runnable jar; run it through ./narwhal");
-    return built;
   }
 }

@@ -1,4 +1,7 @@
-package narwhal.launcher;
+package narwhal.tools;
+
+import narwhal.launcher.CommandFailure;
+import narwhal.launcher.Blocking;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;

@@ -1,11 +1,13 @@
-package narwhal.launcher;
+package narwhal.tools;
+
+import narwhal.launcher.ServeOptions;
+import narwhal.launcher.NarwhalNode;
 
 import narwhal.common.config.NarwhalConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /** {@code narwhal demo}: the router plus the embedded simulated fleet of {@code conf/narwhal.json}, and a request to try. */
@@ -23,7 +25,7 @@ final class DemoCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     NarwhalConfig config = options.config();
-    if (replicas != 1) return new ReplicaDemo(config, replicas, Path.of("deploy", "haproxy.cfg")).run();
+    if (replicas != 1) return new ReplicaDemo(config, replicas).run();
     NarwhalNode node = options.start(config);
     System.out.println();
     System.out.println("narwhal demo serving " + config.model() + " on port " + node.port() + "; " + node.describe() + ". Try:");

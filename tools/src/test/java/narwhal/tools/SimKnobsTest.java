@@ -1,4 +1,6 @@
-package narwhal.launcher;
+package narwhal.tools;
+
+import narwhal.launcher.CommandFailure;
 
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;

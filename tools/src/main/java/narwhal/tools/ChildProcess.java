@@ -1,4 +1,6 @@
-package narwhal.launcher;
+package narwhal.tools;
+
+import narwhal.launcher.CommandFailure;
 
 import java.io.BufferedReader;
 import java.io.IOException;
