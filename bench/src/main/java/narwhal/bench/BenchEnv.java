@@ -1,5 +1,9 @@
 package narwhal.bench;
 
+import narwhal.bench.process.RunnableJars;
+import narwhal.bench.report.BenchReport;
+import narwhal.bench.report.Progress;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

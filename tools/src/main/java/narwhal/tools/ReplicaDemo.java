@@ -1,17 +1,16 @@
 package narwhal.tools;
 
-import narwhal.launcher.CommandFailure;
-import narwhal.launcher.Blocking;
-
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import narwhal.bench.process.HaproxyConfig;
+import narwhal.bench.process.HaproxyProcess;
+import narwhal.bench.process.RunnableJars;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
-import narwhal.bench.HaproxyConfig;
-import narwhal.bench.HaproxyProcess;
-import narwhal.bench.RunnableJars;
+import narwhal.launcher.Blocking;
+import narwhal.launcher.CommandFailure;
 import narwhal.sim.SimEngine;
 
 import java.io.IOException;
