@@ -233,11 +233,12 @@ public final class RollingRestartScenario implements Scenario {
     report.raw("steps", rawSteps);
   }
 
-  private static String added(Map<String, PhasedLoad.Tally> byMode, Map<String, PhasedLoad.Tally> base, String mode) {
+  /** The p99 latency {@code mode}'s requests of a restart phase added against the settled phase after it. */
+  static String added(Map<String, PhasedLoad.Tally> byMode, Map<String, PhasedLoad.Tally> base, String mode) {
     if (byMode == null || byMode.get(mode) == null || base == null || base.get(mode) == null) return "—";
     LatencyHistogram h = byMode.get(mode).stats.latency();
     LatencyHistogram settled = base.get(mode).stats.latency();
-    return h.count() == 0 || settled.count() == 0 ? "—" : Fmt.deltaMs(h.percentile(0.99) - settled.percentile(0.99));
+    return h.count() == 0 || settled.count() == 0 ? "—" : Fmt.deltaMs(h.percentile(99) - settled.percentile(99));
   }
 
   private static SimEngineOptions paced(String name, String role) {

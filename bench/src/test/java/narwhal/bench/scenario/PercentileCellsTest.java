@@ -1,9 +1,11 @@
 package narwhal.bench.scenario;
 
 import narwhal.bench.load.LatencyHistogram;
+import narwhal.bench.load.PhasedLoad;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -31,6 +33,16 @@ class PercentileCellsTest {
     assertEquals(10.0, cellMs(cells.get(2)), 1.0, "added p50: " + cells);
     assertEquals(10.0, cellMs(cells.get(3)), 1.5, "added p99: " + cells);
     assertEquals(99.0, cellMs(cells.get(4)), 1.0, "first token p99: " + cells);
+  }
+
+  @Test
+  void theAddedLatencyVerdictIsTheDifferenceOfTheNinetyNinthPercentiles() {
+    PhasedLoad.Tally restart = new PhasedLoad.Tally("SIGTERM A json");
+    PhasedLoad.Tally settled = new PhasedLoad.Tally("after SIGTERM A json");
+    for (long ms = 1; ms <= 100; ms++) restart.stats.latency().record(2 * ms * 1_000_000);
+    settled.stats.latency().merge(oneToHundredMs(0));
+    String added = RollingRestartScenario.added(Map.of("json", restart), Map.of("json", settled), "json");
+    assertEquals(198.0 - 99.0, Double.parseDouble(added), 2.0, "added p99: " + added);
   }
 
   @Test
