@@ -1,5 +1,17 @@
 package narwhal.bench;
 
+import narwhal.bench.report.BenchReport;
+import narwhal.bench.scenario.ConcurrencyScenario;
+import narwhal.bench.scenario.FuzzEdgeScenario;
+import narwhal.bench.scenario.OverheadScenario;
+import narwhal.bench.scenario.PlacementScenario;
+import narwhal.bench.scenario.PropagationScenario;
+import narwhal.bench.scenario.RelayScenario;
+import narwhal.bench.scenario.ReplicaKillScenario;
+import narwhal.bench.scenario.RollingRestartScenario;
+import narwhal.bench.scenario.SoakScenario;
+import narwhal.bench.scenario.StartupScenario;
+
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -1,16 +1,19 @@
 package narwhal.bench;
 
+import narwhal.bench.process.RunnableJars;
+import narwhal.bench.report.BenchReport;
+import narwhal.bench.report.Progress;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Deque;
 
 /**
- * Everything a scenario runs with: its options and report, the runnable jar and the java binary (to start
- * router processes), the results directory and a scratch directory for generated files and logs, progress
+ * Everything a scenario runs with: its options and report, the runnable jars and the java binary (to start
+ * router and engine processes), the results directory and a scratch directory for generated files and logs, progress
  * output, and the resources it started, closed in reverse order at the end whatever happens.
  */
 public final class BenchEnv implements AutoCloseable {
@@ -59,32 +62,21 @@ public final class BenchEnv implements AutoCloseable {
     return tmp;
   }
 
-  /** System property naming another build's jar to start routers from. */
-  public static final String ROUTER_JAR = "narwhal.bench.router.jar";
+  /** System property naming another build's production jar to start routers from ({@link RunnableJars#production}). */
+  public static final String ROUTER_JAR = RunnableJars.ROUTER_JAR;
 
   public Path java() {
     return Path.of(System.getProperty("java.home"), "bin", "java");
   }
 
-  /**
-   * The runnable jar the routers (and engine processes) run from: the one named by the system property
-   * {@value #ROUTER_JAR} (to measure another build, e.g. main before a change), else the jar this command runs from,
-   * else {@code launcher/target/narwhal.jar}.
-   */
-  public Path jar() {
-    String other = System.getProperty(ROUTER_JAR);
-    if (other != null && !other.isBlank()) return Path.of(other).toAbsolutePath();
-    try {
-      Path self = Path.of(BenchEnv.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-      if (self.toString().endsWith(".jar") && self.getFileName().toString().startsWith("narwhal")) return self;
-    } catch (URISyntaxException | RuntimeException ignored) {
-      // fall through
-    }
-    Path built = Path.of("launcher", "target", "narwhal.jar").toAbsolutePath();
-    if (!Files.exists(built)) {
-      throw new IllegalStateException("no runnable jar: run through ./narwhal, which builds launcher/target/narwhal.jar");
-    }
-    return built;
+  /** The production jar routers run from ({@link RunnableJars#production}). */
+  public Path routerJar() {
+    return RunnableJars.production();
+  }
+
+  /** The tools jar simulated engine processes run from ({@link RunnableJars#tools}). */
+  public Path toolsJar() {
+    return RunnableJars.tools();
   }
 
   /** Registers a resource to close when the scenario ends; returns it. */

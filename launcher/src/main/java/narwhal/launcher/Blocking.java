@@ -2,23 +2,25 @@ package narwhal.launcher;
 
 import io.vertx.core.Future;
 
-/** Waits on a future from the command-line thread (never an event loop) and keeps the process alive while serving. */
-final class Blocking {
+/**
+ * The command-line thread (never an event loop) waiting on a future, and keeping the process alive while serving.
+ * {@link #await} is Vert.x's {@link Future#await()} (on a plain thread it blocks on a latch) with the failure turned
+ * into a {@link CommandFailure}, so a command that cannot go on prints one line rather than a stack trace.
+ */
+public final class Blocking {
   private Blocking() {
   }
 
-  static <T> T await(Future<T> future) {
+  public static <T> T await(Future<T> future) {
     try {
-      return future.toCompletionStage().toCompletableFuture().get();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new CommandFailure("interrupted");
-    } catch (java.util.concurrent.ExecutionException e) {
-      throw new CommandFailure(e.getCause() == null ? e.getMessage() : e.getCause().getMessage());
+      return future.await();
+    } catch (Exception e) {
+      if (e instanceof InterruptedException) Thread.currentThread().interrupt();
+      throw new CommandFailure(e instanceof InterruptedException ? "interrupted" : e.getMessage());
     }
   }
 
-  static void parkUntilInterrupted(Runnable onShutdown) {
+  public static void parkUntilInterrupted(Runnable onShutdown) {
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
         onShutdown.run();

@@ -8,11 +8,11 @@ import java.io.UncheckedIOException;
 import java.util.Properties;
 
 /** {@code narwhal --version}: the project version Maven wrote into {@code narwhal/build.properties} at build time. */
-final class BuildVersion implements CommandLine.IVersionProvider {
+public final class BuildVersion implements CommandLine.IVersionProvider {
   static final String RESOURCE = "/narwhal/build.properties";
 
   /** The build's project version, e.g. {@code 0.1.0-SNAPSHOT}. */
-  static String version() {
+  public static String version() {
     try (InputStream in = BuildVersion.class.getResourceAsStream(RESOURCE)) {
       if (in == null) throw new IllegalStateException(RESOURCE + " is missing from the build");
       Properties properties = new Properties();

@@ -1,8 +1,8 @@
 package narwhal.launcher;
 
 /** A command that cannot go on, with the one line to tell the operator why. */
-final class CommandFailure extends RuntimeException {
-  CommandFailure(String message) {
+public final class CommandFailure extends RuntimeException {
+  public CommandFailure(String message) {
     super(message, null, false, false);
   }
 }

@@ -3,11 +3,17 @@ package narwhal.launcher;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code narwhal} command line: one runnable jar, one subcommand per job. */
+/**
+ * The {@code narwhal} command line of the production jar, {@code narwhal.jar}: what a replica runs (serve, preflight,
+ * admin). The demo, the simulator and the benchmarks are in the tools jar ({@code narwhal.tools.ToolsCommand}).
+ */
 @Command(name = "narwhal", mixinStandardHelpOptions = true, versionProvider = BuildVersion.class,
     description = "A router for disaggregated LLM inference (prefill on one vLLM engine, decode on another).",
-    subcommands = {SimCommand.class, DemoCommand.class, ServeCommand.class, PreflightCommand.class, BenchCommand.class, AdminCli.class,
-        CommandLine.HelpCommand.class})
+    subcommands = {ServeCommand.class, PreflightCommand.class, AdminCli.class, CommandLine.HelpCommand.class},
+    footer = {"", "In the tools jar (tools/target/narwhal-tools.jar; ./narwhal runs it for these):",
+        "  demo   Run the router with an embedded simulated fleet.",
+        "  sim    Run simulated vLLM engines.",
+        "  bench  Run a benchmark scenario against simulated engines."})
 public final class NarwhalCommand implements Runnable {
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
@@ -22,7 +28,7 @@ public final class NarwhalCommand implements Runnable {
   }
 
   /** The command line of {@code command}: a {@link CommandFailure} prints "narwhal: message" and exits 2. */
-  static CommandLine commandLine(Object command) {
+  public static CommandLine commandLine(Object command) {
     CommandLine cli = new CommandLine(command);
     cli.setExecutionExceptionHandler((ex, commandLine, parseResult) -> {
       if (!(ex instanceof CommandFailure)) throw ex;

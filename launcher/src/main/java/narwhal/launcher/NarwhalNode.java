@@ -24,7 +24,6 @@ import narwhal.router.GuardedMetricsFactory;
 import narwhal.router.Preflight;
 import narwhal.router.PreflightReport;
 import narwhal.router.RouterVerticle;
-import narwhal.sim.SimEngine;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -49,7 +48,7 @@ public final class NarwhalNode {
   private final AtomicReference<NarwhalConfig> config;
   private final UnaryOperator<String> env;
   private final EngineFacts facts = new EngineFacts();
-  private final List<SimEngine> sims = new ArrayList<>();
+  private final List<EmbeddedEngines.Running> sims = new ArrayList<>();
   private RouterVerticle router;
   private String routerDeployment;
   private Future<Void> stopping;
@@ -147,16 +146,18 @@ public final class NarwhalNode {
   private Future<Void> startSims() {
     NarwhalConfig cfg = config.get();
     if (!cfg.sim().embedded()) return Future.succeededFuture();
-    Future<Void> chain = Future.succeededFuture();
-    for (EngineConfig engine : cfg.engines()) {
-      chain = chain.compose(v -> SimEngine.start(vertx, EmbeddedSim.options(cfg, engine).setApiKey(cfg.engine().engineApiKey(env)))
-          .map(sim -> {
-            sims.add(sim);
-            return null;
-          }));
-    }
-    return chain;
+    return EmbeddedEngines.installed()
+        .map(engines -> engines.start(vertx, cfg, cfg.engine().engineApiKey(env)).map(running -> {
+          sims.add(running);
+          return (Void) null;
+        }))
+        .orElseGet(() -> Future.failedFuture(new IllegalStateException(NO_SIMULATOR)));
   }
+
+  /** Why a fleet with embedded engines cannot start from {@code narwhal.jar} alone. */
+  static final String NO_SIMULATOR = "sim.embedded is true, but narwhal.jar has no simulated engines: they come with the "
+      + "tools jar (tools/target/narwhal-tools.jar; ./narwhal serve and ./narwhal demo put it on the class path); "
+      + "set sim.embedded to false to route to real engines";
 
   /**
    * Hot reload (docs/configuration.md): re-reads {@code fleetFile} every second; a valid change becomes the configuration
@@ -285,7 +286,7 @@ public final class NarwhalNode {
   public Future<Void> close() {
     Promise<Void> closed = Promise.promise();
     Future<Void> chain = Future.succeededFuture();
-    for (SimEngine sim : sims) chain = chain.compose(v -> sim.close());
+    for (EmbeddedEngines.Running sim : sims) chain = chain.compose(v -> sim.close());
     chain.onComplete(ar -> vertx.close().onComplete(v -> {
       if (health != null) health.close();
       closed.handle(v);

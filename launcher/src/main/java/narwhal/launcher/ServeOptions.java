@@ -5,7 +5,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** Options shared by the commands that start a router. */
-final class ServeOptions {
+public final class ServeOptions {
   @Mixin
   FleetFile fleetFile = new FleetFile();
 
@@ -21,7 +21,7 @@ final class ServeOptions {
    * The fleet file with its overrides, and clustering switched on by {@code --cluster}: the last override, so every hot
    * reload re-applies it like the others (else each reload would see {@code cluster.enabled} change).
    */
-  NarwhalConfig config() {
+  public NarwhalConfig config() {
     if (cluster && !fleetFile.sets.contains(CLUSTER_ON)) fleetFile.sets.add(CLUSTER_ON);
     return fleetFile.load();
   }
@@ -29,7 +29,7 @@ final class ServeOptions {
   private static final String CLUSTER_ON = "cluster.enabled=true";
 
   /** Starts a replica for the fleet file and watches the file for hot reload. */
-  NarwhalNode start(NarwhalConfig config) {
+  public NarwhalNode start(NarwhalConfig config) {
     NarwhalNode node = Blocking.await(NarwhalNode.start(config, mode(), System.out::println));
     Blocking.await(node.watch(fleetFile.fleet, fleetFile.overrides()));
     return node;
@@ -39,7 +39,7 @@ final class ServeOptions {
    * Serves until SIGTERM or Ctrl-C, then stops gracefully; {@code behindBalancer} false skips the drain delay (see
    * {@link NarwhalNode#shutdown(java.util.function.Consumer, boolean)}).
    */
-  static int serveUntilStopped(NarwhalNode node, boolean behindBalancer) {
+  public static int serveUntilStopped(NarwhalNode node, boolean behindBalancer) {
     Blocking.parkUntilInterrupted(() -> Blocking.await(node.shutdown(System.out::println, behindBalancer)));
     return 0;
   }

@@ -1,0 +1,153 @@
+package narwhal.bench.process;
+
+import narwhal.bench.probe.JvmProbe;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * haproxy from the OS packages in front of router replicas, with the settings of {@code deploy/haproxy.cfg}
+ * ({@link #config}, {@link HaproxyConfig}): health check {@code GET /ready}, retries only on connection failures and 503 refusals, health
+ * check changes logged. Its log goes to a file; {@link #servers} reads each server's state from the stats page.
+ * Stopped with SIGTERM.
+ */
+public final class HaproxyProcess implements AutoCloseable {
+  /** A replica behind the balancer. */
+  public record Server(String name, int port) {
+  }
+
+  /** One server as the stats page shows it: {@code UP}, {@code DOWN}, {@code UP 1/2}, … and its current sessions. */
+  public record ServerState(String status, int sessions, String check) {
+    public boolean up() {
+      return status.startsWith("UP");
+    }
+  }
+
+  private final Process process;
+  private final int port;
+  private final int statsPort;
+  private final Path log;
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+  private HaproxyProcess(Process process, int port, int statsPort, Path log) {
+    this.process = process;
+    this.port = port;
+    this.statsPort = statsPort;
+    this.log = log;
+  }
+
+  /** The haproxy binary on this machine, if there is one. */
+  public static Optional<Path> binary() {
+    return OsBinary.find("haproxy");
+  }
+
+  /**
+   * The configuration ({@link HaproxyConfig}): {@code deploy/haproxy.cfg}'s settings, listening on {@code port}, stats
+   * (CSV) on {@code statsPort}, logging to standard error, one {@code server} line per replica.
+   */
+  public static String config(int port, int statsPort, List<Server> servers) {
+    return HaproxyConfig.render(HaproxyConfig.deployed(), "127.0.0.1", port, statsPort,
+        servers.stream().map(s -> new HaproxyConfig.Server(s.name(), "127.0.0.1", s.port())).toList());
+  }
+
+  public static HaproxyProcess start(Path binary, Path dir, List<Server> servers) {
+    try {
+      Files.createDirectories(dir);
+      int port = FreePort.pick();
+      int statsPort = FreePort.pick();
+      Path conf = dir.resolve("haproxy.cfg");
+      Path log = dir.resolve("haproxy.log");
+      Files.writeString(conf, config(port, statsPort, servers));
+      Process process = new ProcessBuilder(binary.toString(), "-db", "-f", conf.toAbsolutePath().toString())
+          .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (System.nanoTime() < deadline) {
+        if (!process.isAlive()) {
+          throw new IllegalStateException("haproxy exited with " + process.exitValue() + ": " + Files.readString(log).strip());
+        }
+        try (Socket s = new Socket()) {
+          s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+          return new HaproxyProcess(process, port, statsPort, log);
+        } catch (IOException notYet) {
+          JvmProbe.sleep(50);
+        }
+      }
+      process.destroyForcibly();
+      throw new IllegalStateException("haproxy did not listen on " + port + " within 10 s");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public int port() {
+    return port;
+  }
+
+  public Path log() {
+    return log;
+  }
+
+  /** Each backend server's state from the stats page (CSV), by name; empty when haproxy does not answer. */
+  public Map<String, ServerState> servers() {
+    Map<String, ServerState> out = new LinkedHashMap<>();
+    try {
+      HttpResponse<String> reply = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + statsPort + "/stats;csv"))
+          .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
+      String[] lines = reply.body().split("\n");
+      List<String> header = Arrays.asList(lines[0].replaceFirst("^# ", "").split(",", -1));
+      int px = header.indexOf("pxname");
+      int sv = header.indexOf("svname");
+      int status = header.indexOf("status");
+      int scur = header.indexOf("scur");
+      int check = header.indexOf("check_status");
+      for (int i = 1; i < lines.length; i++) {
+        String[] f = lines[i].split(",", -1);
+        if (f.length <= status || !"routers".equals(f[px]) || "BACKEND".equals(f[sv]) || "FRONTEND".equals(f[sv])) continue;
+        out.put(f[sv], new ServerState(f[status], f[scur].isEmpty() ? 0 : Integer.parseInt(f[scur]), check >= 0 ? f[check] : ""));
+      }
+    } catch (IOException | RuntimeException e) {
+      return out;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return out;
+  }
+
+  /** haproxy's log lines about health checks and server state changes. */
+  public List<String> healthLog() {
+    try {
+      List<String> out = new ArrayList<>();
+      for (String line : Files.readAllLines(log)) {
+        // haproxy writes each event twice to standard error: as a log line and as a [WARNING] alert
+        if (line.startsWith("[")) continue;
+        if (line.contains("Health check") || line.contains(" is DOWN") || line.contains(" is UP") || line.contains("no server available")) {
+          out.add(line.strip());
+        }
+      }
+      return out;
+    } catch (IOException e) {
+      return List.of("(no haproxy log: " + e.getMessage() + ")");
+    }
+  }
+
+  @Override
+  public void close() {
+    OsBinary.stop(process);
+  }
+}
