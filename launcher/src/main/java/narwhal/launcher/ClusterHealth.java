@@ -14,18 +14,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
 import java.util.logging.Logger;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Whether a clustered replica is where its {@code cluster.*} says (docs/operations.md#what-the-cluster-remembers): the
  * router members it sees against {@code cluster.expected_members}, and whether the members it is configured to join
- * refuse it. Hazelcast has no API for a refused join; it logs one: the joiner gets a {@code ClusterMismatchOp} and
- * logs "Node could not join cluster at node: ADDRESS Cause: the target cluster has a different cluster-name" on logger
- * {@code com.hazelcast.cluster}, which this class reads. Event-bus TLS is not Hazelcast's: each member carries its
+ * refuse it. Hazelcast has no API signal for a join refused over the cluster name, only log lines on both sides;
+ * {@link HazelcastJoinLog} reads them and is the only class that knows their wording. Event-bus TLS is not Hazelcast's: each member carries its
  * {@code cluster.tls.enabled} as the member attribute {@value #TLS_ATTRIBUTE}, and the cluster's setting is its oldest
  * router member's. A replica that is refused is not ready and, at start, gives up after {@code cluster.join_timeout_s};
  * one whose peers are merely unreachable keeps serving and shows fewer members than expected.
@@ -33,14 +28,9 @@ import java.util.regex.Pattern;
 final class ClusterHealth implements ClusterView {
   static final String TLS_ATTRIBUTE = "narwhal.event_bus_tls";
   private static final Logger LOG = Logger.getLogger(ClusterHealth.class.getName());
-  private static final Pattern REFUSED = Pattern.compile(
-      "could not join cluster at node: \\[([^\\]]+)\\]:(\\d+) Cause: the target cluster has a different cluster-name");
-  private static final Pattern STRANGER = Pattern.compile("invalid join request from \\[([^\\]]+)\\]:(\\d+), cause: members part of different cluster");
 
   private final ClusterConfig cluster;
-  /** Hazelcast's logger, held so that JUL keeps it (and the handler on it) for as long as this replica runs. */
-  private final Logger hazelcast = Logger.getLogger("com.hazelcast");
-  private final Handler handler = new RefusalLog();
+  private HazelcastJoinLog joinLog;
   private final Map<String, Long> refusedBy = new ConcurrentHashMap<>();
   private final Set<String> strangers = ConcurrentHashMap.newKeySet();
   private volatile HazelcastClusterManager manager;
@@ -53,7 +43,7 @@ final class ClusterHealth implements ClusterView {
   /** Starts reading Hazelcast's join log for {@code cluster}: call before the replica joins. */
   static ClusterHealth watch(ClusterConfig cluster) {
     ClusterHealth health = new ClusterHealth(cluster);
-    health.hazelcast.addHandler(health.handler);
+    health.joinLog = HazelcastJoinLog.listen(cluster.name(), health::seen);
     return health;
   }
 
@@ -89,7 +79,7 @@ final class ClusterHealth implements ClusterView {
   }
 
   void close() {
-    hazelcast.removeHandler(handler);
+    joinLog.close();
   }
 
   private void report() {
@@ -153,30 +143,13 @@ final class ClusterHealth implements ClusterView {
     return json;
   }
 
-  /** Reads the refusals Hazelcast logs for this replica's cluster name (the prefix of every line of this member). */
-  private final class RefusalLog extends Handler {
-    @Override
-    public void publish(LogRecord record) {
-      String message = record.getMessage();
-      if (message == null || !message.contains("[" + cluster.name() + "]")) return;
-      Matcher refused = REFUSED.matcher(message);
-      if (refused.find()) {
-        refusedBy.put(refused.group(1) + ":" + refused.group(2), System.currentTimeMillis());
-        return;
-      }
-      Matcher stranger = STRANGER.matcher(message);
-      if (stranger.find() && strangers.add(stranger.group(1) + ":" + stranger.group(2))) {
-        LOG.warning("cluster: a replica at " + stranger.group(1) + ":" + stranger.group(2) + " with another cluster.name tried to join "
-            + "this cluster (\"" + cluster.name() + "\"); it is refused");
-      }
-    }
-
-    @Override
-    public void flush() {
-    }
-
-    @Override
-    public void close() {
+  /** A refusal Hazelcast logged: this replica refused by the member at {@code address}, or a stranger knocking here. */
+  private void seen(HazelcastJoinLog.Kind kind, String address) {
+    if (kind == HazelcastJoinLog.Kind.REFUSED) {
+      refusedBy.put(address, System.currentTimeMillis());
+    } else if (strangers.add(address)) {
+      LOG.warning("cluster: a replica at " + address + " with another cluster.name tried to join this cluster (\"" + cluster.name()
+          + "\"); it is refused");
     }
   }
 }
