@@ -5,16 +5,16 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import io.vertx.core.shareddata.SharedData;
 import narwhal.common.bus.EngineState;
-import narwhal.common.config.ClusterConfig;
 import narwhal.common.config.NarwhalConfig;
-import narwhal.sim.SimEngine;
 import narwhal.sim.SimEngineOptions;
 import narwhal.sim.SimFleet;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
+import java.util.function.UnaryOperator;
 
 /**
  * The breaker's parts built as {@link BreakerVerticle} builds them, on a test's Vert.x and event bus, but not wired to
@@ -39,7 +39,7 @@ final class BreakerParts {
   final ProbeScheduler probes;
   final AdminHandler admin;
 
-  private BreakerParts(Vertx vertx, NarwhalConfig config, LongSupplier clockMs, String token) {
+  private BreakerParts(Vertx vertx, NarwhalConfig config, LongSupplier clockMs, String token, UnaryOperator<SharedData> sharedData) {
     this.vertx = vertx;
     this.config = config;
     journal = new BreakerJournal(vertx);
@@ -47,7 +47,7 @@ final class BreakerParts {
     metrics = new BreakerMetrics(registry, book);
     config.engines().forEach(e -> metrics.track(e.iid()));
     guard = new SharedStateGuard(vertx, config.cluster().sharedState(), registry, journal);
-    shared = new SharedBreakerState(vertx.sharedData(), guard);
+    shared = new SharedBreakerState(sharedData.apply(vertx.sharedData()), guard);
     sync = new ClusterSync(vertx, book, shared, guard, ORIGIN, clockMs,
         new DecisionFile(vertx, config.cluster().decisionsPath(), ORIGIN), journal);
     intake = new OutcomeIntake(book, sync, metrics, journal);
@@ -57,8 +57,14 @@ final class BreakerParts {
         .put("engines", book.snapshot()).put("fleet_hold", book.fleetHold()).put("shared_state", guard.state()));
   }
 
-  /** Parts over {@code engines} ({@code iid → url, role}), with {@code tune} applied to the fleet JSON. */
+  /** Parts over {@code engines} ({@code iid, url, role}), with {@code overrides} merged into the fleet JSON's sections. */
   static BreakerParts of(Vertx vertx, List<String[]> engines, JsonObject overrides, LongSupplier clockMs, String token) {
+    return of(vertx, engines, overrides, clockMs, token, UnaryOperator.identity());
+  }
+
+  /** As above, the breaker's shared state going through {@code sharedData} (a test's wrapper of the real one). */
+  static BreakerParts of(Vertx vertx, List<String[]> engines, JsonObject overrides, LongSupplier clockMs, String token,
+                         UnaryOperator<SharedData> sharedData) {
     JsonArray fleet = new JsonArray();
     engines.forEach(e -> fleet.add(new JsonObject().put("iid", e[0]).put("url", e[1]).put("role", e[2])));
     JsonObject json = new JsonObject().put("model", MODEL).put("engines", fleet)
@@ -69,13 +75,16 @@ final class BreakerParts {
       if (base instanceof JsonObject section && entry.getValue() instanceof JsonObject extra) section.mergeIn(extra);
       else json.put(entry.getKey(), entry.getValue());
     });
-    return new BreakerParts(vertx, NarwhalConfig.fromJson(json), clockMs, token);
+    return new BreakerParts(vertx, NarwhalConfig.fromJson(json), clockMs, token, sharedData);
   }
 
   /** Engines nothing answers on ({@code "P0:prefill"}, …): for parts that never reach an engine. */
   static BreakerParts unreachable(Vertx vertx, List<String> specs, JsonObject overrides, AtomicLong now, String token) {
-    return of(vertx, specs.stream().map(s -> s.split(":")).map(p -> new String[] {p[0], "http://127.0.0.1:9/" + p[0], p[1]}).toList(),
-        overrides, now::get, token);
+    return of(vertx, unreachable(specs), overrides, now::get, token);
+  }
+
+  static List<String[]> unreachable(List<String> specs) {
+    return specs.stream().map(s -> s.split(":")).map(p -> new String[] {p[0], "http://127.0.0.1:9/" + p[0], p[1]}).toList();
   }
 
   /** Real simulated engines, one per spec ({@code "P0:prefill"}, …), named by their iid. */
@@ -102,11 +111,6 @@ final class BreakerParts {
   double count(String name, String... tags) {
     var counter = registry.find(name).tags(tags).counter();
     return counter == null ? -1 : counter.count();
-  }
-
-  /** Requests an engine received, by path. */
-  static long received(SimEngine engine, String path) {
-    return engine.requests().stream().filter(r -> path.equals(r.getString("path"))).count();
   }
 
   /**

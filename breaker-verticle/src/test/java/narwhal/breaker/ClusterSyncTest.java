@@ -105,8 +105,7 @@ class ClusterSyncTest {
 
   @Test
   void aQuarantineEndsAtTheInstantItCarries(Vertx vertx, VertxTestContext ctx) {
-    BreakerParts parts = BreakerParts.of(vertx, FLEET.stream().map(s -> s.split(":"))
-        .map(p -> new String[] {p[0], "http://127.0.0.1:9/" + p[0], p[1]}).toList(), new JsonObject(), System::currentTimeMillis, null);
+    BreakerParts parts = BreakerParts.of(vertx, BreakerParts.unreachable(FLEET), new JsonObject(), System::currentTimeMillis, null);
     parts.sync.onExpiry(() -> parts.intake.step(parts.book::tick));
     vertx.eventBus().<JsonObject>consumer(Addresses.FLEET_CHANGED, m -> ctx.verify(() -> {
       EngineStateEvent event = EngineStateEvent.fromJson(m.body());
