@@ -1,0 +1,148 @@
+package narwhal.placement;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.core.shareddata.AsyncMap;
+import io.vertx.junit5.VertxExtension;
+import io.vertx.junit5.VertxTestContext;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.common.fault.Phase;
+import narwhal.sim.SimEngineOptions;
+import narwhal.sim.SimFleet;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import java.util.function.Supplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The two parts of placement that read engines, each alone against real simulated engines on a real Vert.x:
+ * {@link LoadReadings} (one reading of each stale engine for the whole cluster, through the shared map; a failed
+ * reading is a failed load, never an idle one) and {@link ModelListings} (each engine's {@code /v1/models}, adapters
+ * included, decides which engines a request naming an adapter may go to).
+ */
+@ExtendWith(VertxExtension.class)
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class EngineReadsTest {
+  private static final String MODEL = SimEngineOptions.DEFAULT_MODEL;
+  private static final String REPLICA = "placement-test";
+
+  /** Starts P0 (prefill), D0 and D1 (decode), D1 with a LoRA adapter, and a config over them; runs {@code test} on a context. */
+  private static void withEngines(Vertx vertx, VertxTestContext ctx, JsonObject placement, BiConsumer<SimFleet, NarwhalConfig> test) {
+    List<SimEngineOptions> options = List.of(
+        new SimEngineOptions().setName("P0").setRole("prefill").setPort(0).setSideChannelPort(0),
+        new SimEngineOptions().setName("D0").setRole("decode").setPort(0).setSideChannelPort(0),
+        new SimEngineOptions().setName("D1").setRole("decode").setPort(0).setSideChannelPort(0)
+            .setLoraModules(Map.of("sql-adapter", "/adapters/sql")));
+    vertx.runOnContext(v -> SimFleet.start(vertx, options).onComplete(ctx.succeeding(fleet -> {
+      JsonArray engines = new JsonArray();
+      fleet.engines().forEach(e -> engines.add(new JsonObject().put("iid", e.name()).put("url", e.url()).put("role", e.options().getRole())));
+      NarwhalConfig config = NarwhalConfig.fromJson(new JsonObject().put("model", MODEL).put("engines", engines).put("placement", placement));
+      ctx.verify(() -> test.accept(fleet, config));
+    })));
+  }
+
+  private static PlacementTable table(NarwhalConfig config) {
+    PlacementTable table = new PlacementTable(config.engines(), System::currentTimeMillis);
+    table.configure(config.placement(), config.recovery().ejectAfter());
+    return table;
+  }
+
+  private static EngineLoad load(PlacementTable table, String iid) {
+    return table.view().stream().filter(v -> v.iid().equals(iid)).findFirst().orElseThrow().load();
+  }
+
+  /** Completes once {@code condition} holds, checked every 10 ms (the test's timeout fails it if it never does). */
+  private static Future<Void> until(Vertx vertx, Supplier<Boolean> condition) {
+    Promise<Void> held = Promise.promise();
+    vertx.setPeriodic(0, 10, id -> {
+      if (condition.get()) {
+        vertx.cancelTimer(id);
+        held.tryComplete();
+      }
+    });
+    return held.future();
+  }
+
+  @Test
+  void aRoundReadsOnlyTheStaleEnginesAndSharesItsReadingsWithEveryReplica(Vertx vertx, VertxTestContext ctx) {
+    withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_interval_s", 60), (fleet, config) -> {
+      PlacementTable table = table(config);
+      SimpleMeterRegistry registry = new SimpleMeterRegistry();
+      LoadReadings readings = new LoadReadings(vertx, () -> config, table, REPLICA, "", registry);
+      readings.track(config.engines());
+      EngineLoad fresh = new EngineLoad("D0", 7, 2, 0.5, System.currentTimeMillis(), "replica-b", null);
+      vertx.sharedData().<String, String>getAsyncMap(LoadReadings.LOADS)
+          .compose(map -> map.put("D0", fresh.toJson().encode()))
+          .compose(v -> {
+            readings.arm();
+            return until(vertx, () -> table.view().stream().allMatch(e -> e.load() != null));
+          })
+          .compose(v -> vertx.sharedData().<String, String>getAsyncMap(LoadReadings.LOADS).compose(AsyncMap::entries))
+          .onComplete(ctx.succeeding(shared -> ctx.verify(() -> {
+            assertEquals(7.0, load(table, "D0").running(), "another replica's fresh reading is taken, not read again");
+            assertEquals("replica-b", EngineLoad.fromJson(new JsonObject(shared.get("D0"))).reader());
+            assertEquals(0.0, registry.find("narwhal.engine.load.reads").tags("iid", "D0", "outcome", "ok").counter().count());
+            for (String iid : List.of("P0", "D1")) {
+              assertTrue(load(table, iid).ok(), iid + " read from its /metrics: " + load(table, iid));
+              assertEquals(REPLICA, EngineLoad.fromJson(new JsonObject(shared.get(iid))).reader(), "and written back for every replica");
+              assertEquals(1.0, registry.find("narwhal.engine.load.reads").tags("iid", iid, "outcome", "ok").counter().count());
+            }
+            assertEquals("cluster", readings.view());
+            readings.stop();
+            ctx.completeNow();
+          })));
+    });
+  }
+
+  @Test
+  void anEngineThatDoesNotAnswerIsAFailedReadingNeverAnIdleOne(Vertx vertx, VertxTestContext ctx) {
+    withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_timeout_s", 1), (fleet, config) -> {
+      SimpleMeterRegistry registry = new SimpleMeterRegistry();
+      LoadReadings readings = new LoadReadings(vertx, () -> config, table(config), REPLICA, "", registry);
+      readings.track(config.engines());
+      fleet.engine("D0").stopListening()
+          .compose(v -> readings.read(config.engine("D0").orElseThrow()))
+          .onComplete(ctx.succeeding(reading -> ctx.verify(() -> {
+            assertFalse(reading.ok(), "no load is known: " + reading);
+            assertTrue(reading.error().startsWith("could not read /metrics"), reading.error());
+            assertEquals(1.0, registry.find("narwhal.engine.load.reads").tags("iid", "D0", "outcome", "failed").counter().count());
+            readings.stop();
+            ctx.completeNow();
+          })));
+    });
+  }
+
+  @Test
+  void anAdapterGoesOnlyToTheEnginesWhoseListingHoldsIt(Vertx vertx, VertxTestContext ctx) {
+    withEngines(vertx, ctx, new JsonObject(), (fleet, config) -> {
+      PlacementTable table = table(config);
+      ModelListings listings = new ModelListings(vertx, () -> config, table, "");
+      assertFalse(table.knows("sql-adapter"), "nothing is listed before a reading");
+      listings.arm();
+      until(vertx, () -> table.knows("sql-adapter") && table.servedCards().size() == 2).onComplete(ctx.succeeding(v -> ctx.verify(() -> {
+        assertEquals(List.of(MODEL, "sql-adapter"), table.servedCards().stream().map(c -> c.getString("id")).toList());
+        assertEquals(MODEL, table.servedCards().get(1).getString("parent"), "the adapter's card names its base model");
+        for (int i = 0; i < 4; i++) {
+          assertEquals("D1", table.reserve(Phase.DECODE, Set.of(), null, null, "sql-adapter").orElseThrow().iid(),
+              "D0 does not list the adapter");
+        }
+        listings.stop();
+        ctx.completeNow();
+      })));
+    });
+  }
+}
