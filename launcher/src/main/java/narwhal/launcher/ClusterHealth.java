@@ -19,9 +19,9 @@ import java.util.logging.Logger;
 /**
  * Whether a clustered replica is where its {@code cluster.*} says (docs/operations.md#what-the-cluster-remembers): the
  * router members it sees against {@code cluster.expected_members}, and whether the members it is configured to join
- * refuse it. Hazelcast has no API signal for a join refused over the cluster name, only log lines on both sides;
- * {@link HazelcastJoinLog} reads them and is the only class that knows their wording. Event-bus TLS is not Hazelcast's: each member carries its
- * {@code cluster.tls.enabled} as the member attribute {@value #TLS_ATTRIBUTE}, and the cluster's setting is its oldest
+ * refuse it. Hazelcast has no API signal for a join refused over the cluster name, only a log line on each side;
+ * {@link HazelcastJoinLog} reads them and is the only class that knows their wording. Event-bus TLS is not
+ * Hazelcast's: each member carries its {@code cluster.tls.enabled} as the member attribute {@value #TLS_ATTRIBUTE}, and the cluster's setting is its oldest
  * router member's. A replica that is refused is not ready and, at start, gives up after {@code cluster.join_timeout_s};
  * one whose peers are merely unreachable keeps serving and shows fewer members than expected.
  */
