@@ -21,9 +21,10 @@ import java.util.logging.Logger;
  * router members it sees against {@code cluster.expected_members}, and whether the members it is configured to join
  * refuse it. Hazelcast has no API signal for a join refused over the cluster name, only a log line on each side;
  * {@link HazelcastJoinLog} reads them and is the only class that knows their wording. Event-bus TLS is not
- * Hazelcast's: each member carries its {@code cluster.tls.enabled} as the member attribute {@value #TLS_ATTRIBUTE}, and the cluster's setting is its oldest
- * router member's. A replica that is refused is not ready and, at start, gives up after {@code cluster.join_timeout_s};
- * one whose peers are merely unreachable keeps serving and shows fewer members than expected.
+ * Hazelcast's: each member carries its {@code cluster.tls.enabled} as the member attribute {@value #TLS_ATTRIBUTE},
+ * and the cluster's setting is its oldest router member's. A replica that is refused is not ready and, at start,
+ * gives up after {@code cluster.join_timeout_s}; one whose peers are merely unreachable keeps serving and shows fewer
+ * members than expected.
  */
 final class ClusterHealth implements ClusterView {
   static final String TLS_ATTRIBUTE = "narwhal.event_bus_tls";
