@@ -13,7 +13,6 @@ import io.vertx.junit5.VertxExtension;
 import io.vertx.junit5.VertxTestContext;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.Failures;
-import narwhal.sim.SimFleet;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;

@@ -13,6 +13,8 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -53,6 +55,10 @@ class HazelcastJoinLogTest {
     });
     HazelcastInstance a = null;
     HazelcastInstance b = null;
+    // Tests of the admin command, in this JVM, turn Hazelcast's log off for the process; a replica logs it at WARNING.
+    Logger hazelcastLog = Logger.getLogger("com.hazelcast");
+    Level level = hazelcastLog.getLevel();
+    hazelcastLog.setLevel(Level.WARNING);
     try {
       a = Hazelcast.newHazelcastInstance(ClusterBootstrap.hazelcastConfig(cluster("pin-first", first, second), false));
       b = Hazelcast.newHazelcastInstance(ClusterBootstrap.hazelcastConfig(cluster("pin-second", second, first), false));
@@ -64,6 +70,7 @@ class HazelcastJoinLogTest {
       if (a != null) a.shutdown();
       theirs.close();
       mine.close();
+      hazelcastLog.setLevel(level);
     }
   }
 }
