@@ -54,7 +54,7 @@ final class InferenceHandler implements Handler<RoutingContext> {
       EdgeRefusal.refuse(ctx, rc, invalid.get(), "invalid");
       return;
     }
-    switch (ctx.admission().admit(cfg.serving().maxConnections())) {
+    switch (ctx.admission().admit(cfg.serving().maxInFlight())) {
       case OVERLOADED -> {
         EdgeRefusal.refuse(ctx, rc, EdgeError.overloaded(), "rejected");
         return;

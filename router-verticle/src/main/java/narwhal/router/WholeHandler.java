@@ -51,7 +51,7 @@ final class WholeHandler implements Handler<RoutingContext> {
       EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("previous_response_id: expected a string", "previous_response_id"), "invalid");
       return;
     }
-    switch (ctx.admission().admit(cfg.serving().maxConnections())) {
+    switch (ctx.admission().admit(cfg.serving().maxInFlight())) {
       case OVERLOADED -> {
         EdgeRefusal.refuse(ctx, rc, EdgeError.overloaded(), "rejected");
         return;
