@@ -22,7 +22,7 @@ import java.util.TreeMap;
  * the whole is validated like a file, so a bad override is refused with the file's message plus where it came from.
  * {@link #parse} is used at start and on every hot reload, which therefore re-applies them.
  *
- * <p>Values are text, read by the type of the key's default: a string key takes the text as it is (no quotes;
+ * <p>Values are text, read by the key's declared {@link Key.Type}: a string key takes the text as it is (no quotes;
  * {@code --set server.api_key_env=} sets ""); numbers and booleans are read as JSON ({@code 8000}, {@code 2.5},
  * {@code true}); a list is a JSON array ({@code ["10.0.0.1","10.0.0.2:5701"]}) or, for a list of strings, the
  * comma-separated items ({@code 10.0.0.1,10.0.0.2:5701}); an object ({@code engine_contract}, or {@code engines}
