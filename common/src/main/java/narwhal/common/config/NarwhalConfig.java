@@ -43,7 +43,7 @@ public record NarwhalConfig(
   static final Key<NarwhalConfig, String> MODEL = Key.nonEmpty("model", NarwhalConfig::model, null);
   /** Read by {@link #engines}: each entry is an object of {@link EngineConfig#SECTION}. */
   static final Key<NarwhalConfig, List<EngineConfig>> ENGINES = Key.custom("engines", Key.Type.LIST,
-      NarwhalConfig::engines, list -> new JsonArray(list.stream().map(EngineConfig::toJson).toList()));
+      NarwhalConfig::engines, list -> new JsonArray(new ArrayList<>(list.stream().map(EngineConfig::toJson).toList())));
   static final Key<NarwhalConfig, JsonObject> ENGINE_CONTRACT = Key.custom("engine_contract", Key.Type.OBJECT,
       NarwhalConfig::engineContract, c -> c);
   static final Key<NarwhalConfig, ServerConfig> SERVER = Key.section("server", NarwhalConfig::server,
