@@ -8,7 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Which inference requests a replica admits: the in-flight requests under {@code serving.max_connections} (one count
+ * Which inference requests a replica admits: the in-flight requests under {@code serving.max_in_flight} (one count
  * across endpoints and event loops), and the stop sequence (docs/configuration.md {@code serving.drain_delay_s}). A request
  * counts from its admission to its lifecycle's terminal outcome, whatever reservations it holds between its legs.
  * Draining: readiness is false but requests are still admitted, so the balancer's health check takes the replica

@@ -26,7 +26,7 @@ final class EdgeRefusal {
    * if not, it is answered here ({@code in_flight_limit}; {@code shutting_down} with {@code Connection: close}).
    */
   static boolean admitted(RouterContext ctx, RoutingContext rc) {
-    switch (ctx.admission().admit(ctx.config().get().serving().maxConnections())) {
+    switch (ctx.admission().admit(ctx.config().get().serving().maxInFlight())) {
       case OVERLOADED -> {
         refuse(ctx, rc, EdgeError.overloaded(), RequestOutcome.REJECTED);
         return false;

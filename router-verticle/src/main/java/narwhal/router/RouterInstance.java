@@ -39,7 +39,7 @@ final class RouterInstance extends VerticleBase {
   @Override
   public Future<?> start() {
     NarwhalConfig cfg = replica.config().get();
-    engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.serving().maxConnections(),
+    engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.engine().maxConnectionsPerEngine(),
         cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, cfg.engine().engineApiKey(replica.env())));
     RouterContext ctx = new RouterContext(vertx, replica.config(), engines, new ControlBusClient(vertx, replica.metrics()),
         replica.retryBudget(), replica.facts(), replica.journal(), replica.metrics(), () -> ThreadLocalRandom.current().nextDouble(),

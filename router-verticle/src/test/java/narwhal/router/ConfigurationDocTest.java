@@ -4,11 +4,11 @@ import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.config.ConfigException;
+import narwhal.common.config.ConfigKeys;
+import narwhal.common.config.ConfigOverrides;
 import narwhal.common.config.NarwhalConfig;
 import org.junit.jupiter.api.Test;
 
-import java.lang.reflect.Field;
-import java.lang.reflect.RecordComponent;
 import java.math.BigDecimal;
 import java.util.Map;
 import java.util.Set;
@@ -21,9 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * docs/configuration.md lists exactly the keys the config classes accept (each section's {@code KEYS}), with the
- * defaults the classes apply, and the override names of every section key. A key added to the code without its
- * line in the page (or the other way round) fails here.
+ * docs/configuration.md lists exactly the keys the config classes declare ({@link ConfigKeys}), with the type, default,
+ * hot-reload column and override names of each declaration, and the retired keys in its migration table. A key added
+ * to the code without its line in the page (or the other way round) fails here.
  */
 class ConfigurationDocTest {
   private static final String PAGE = "configuration.md";
@@ -31,10 +31,29 @@ class ConfigurationDocTest {
       .put("engines", new JsonArray().add(new JsonObject().put("iid", "e0").put("url", "http://127.0.0.1:9")));
 
   @Test
-  void everyKeyOfTheCodeHasItsLineAndNoOtherLineExists() throws Exception {
+  void everyKeyOfTheCodeHasItsLineAndNoOtherLineExists() {
     Set<String> codeKeys = new TreeSet<>();
-    declaredKeys(NarwhalConfig.class, "", codeKeys);
+    ConfigKeys.all().forEach((name, key) -> {
+      if (!key.retired()) codeKeys.add(name);
+    });
     assertEquals(codeKeys, documented().keySet(), "keys of the config classes (left) vs rows of docs/" + PAGE + " (right)");
+  }
+
+  @Test
+  void everyRowHasTheDeclaredType() {
+    documented().forEach((name, row) ->
+        assertEquals(ConfigKeys.get(name).type().docName(), row.get("type"), name + ": type column"));
+  }
+
+  @Test
+  void everyRetiredKeyHasItsMigrationRow() {
+    Set<String> retired = new TreeSet<>();
+    ConfigKeys.all().forEach((name, key) -> {
+      if (key.retired()) retired.add(name);
+    });
+    Set<String> rows = new TreeSet<>();
+    for (Map<String, String> row : DocPages.rows(PAGE, "old key")) rows.add(DocPages.code(row.get("old key")).get(0));
+    assertEquals(retired, rows, "retired keys (left) vs the migration table of docs/" + PAGE + " (right)");
   }
 
   @Test
@@ -61,10 +80,13 @@ class ConfigurationDocTest {
   }
 
   @Test
-  void everySectionKeyNamesItsEnvironmentAndSetOverride() {
+  void everyOverridableKeyNamesItsEnvironmentAndSetOverride() {
     documented().forEach((key, row) -> {
-      if (key.startsWith("engines[]") || !key.contains(".")) return;
-      String env = "NARWHAL_" + key.replace('.', '_').toUpperCase();
+      if (!ConfigOverrides.keys().contains(key)) {
+        assertEquals("file only", row.get("override"), key + ": not overridable");
+        return;
+      }
+      String env = ConfigOverrides.envName(key);
       assertTrue(DocPages.code(row.get("override")).containsAll(java.util.List.of(env, "--set " + key + "=…")),
           key + ": override column names " + env + " and --set " + key + "=…");
     });
@@ -75,7 +97,6 @@ class ConfigurationDocTest {
     documented().forEach((key, row) -> {
       String reload = row.getOrDefault("hot reload", "");
       boolean docStartOnly = reload.startsWith("no");
-      if (key.startsWith("engines[]") || !key.contains(".")) return;
       assertEquals(docStartOnly, narwhal.common.config.StartOnlyKeys.startOnly(key),
           key + ": docs/" + PAGE + " says \"" + reload + "\"; StartOnlyKeys must agree");
     });
@@ -88,40 +109,6 @@ class ConfigurationDocTest {
       if (rows.put(key, row) != null) fail(key + " has two rows in docs/" + PAGE);
     }
     return rows;
-  }
-
-  /** The keys {@code type} declares in its static KEYS, nested sections walked through their record components. */
-  private static void declaredKeys(Class<?> type, String prefix, Set<String> out) throws Exception {
-    Field field = type.getDeclaredField("KEYS");
-    field.setAccessible(true);
-    @SuppressWarnings("unchecked") Set<String> keys = (Set<String>) field.get(null);
-    Map<String, Class<?>> sections = new TreeMap<>();
-    for (RecordComponent c : type.getRecordComponents()) {
-      if (hasKeys(c.getType())) sections.put(snake(c.getName()), c.getType());
-    }
-    for (String key : keys) {
-      if (key.equals("engines")) {
-        out.add(key);
-        declaredKeys(Class.forName("narwhal.common.config.EngineConfig"), "engines[].", out);
-      } else if (sections.containsKey(key)) {
-        declaredKeys(sections.get(key), prefix + key + ".", out);
-      } else {
-        out.add(prefix + key);
-      }
-    }
-  }
-
-  private static boolean hasKeys(Class<?> type) {
-    try {
-      type.getDeclaredField("KEYS");
-      return true;
-    } catch (NoSuchFieldException e) {
-      return false;
-    }
-  }
-
-  private static String snake(String camel) {
-    return camel.replaceAll("([A-Z])", "_$1").toLowerCase();
   }
 
   private static void flatten(JsonObject json, String prefix, Map<String, Object> out) {

@@ -90,7 +90,8 @@ public final class ConcurrencyScenario implements Scenario {
     SimProcess fleet = env.own(SimProcess.start(env, name(), List.of(SimBench.engine("P0", "prefill"),
         SimBench.engine("D0", "decode").setItlMs(itlMs), SimBench.engine("D1", "decode").setItlMs(itlMs)), "2g"));
     JsonObject cfg = SimBench.unbalanced(fleet.fleetFile(journal, 0));
-    SimBench.set(cfg, "serving", "max_connections", Math.max(768, total * 2));
+    SimBench.set(cfg, "serving", "max_in_flight", Math.max(768, total * 2));
+    SimBench.set(cfg, "engine", "max_connections_per_engine", Math.max(768, total * 2));
     SimBench.set(cfg, "serving", "prefill_timeout_s", 60);
     SimBench.set(cfg, "engine", "first_token_timeout_s", 30);
     SimBench.set(cfg, "engine", "decode_read_timeout_s", Math.max(10, 3 * itlMs / 1000.0));

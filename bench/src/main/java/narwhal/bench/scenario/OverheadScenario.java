@@ -71,7 +71,8 @@ public final class OverheadScenario implements Scenario {
     SimBench fleet = env.own(SimBench.start(List.of(SimBench.engine("P0", "prefill"), SimBench.engine("P1", "prefill"),
         SimBench.engine("D0", "decode"), SimBench.engine("D1", "decode"))));
     JsonObject cfg = SimBench.unbalanced(fleet.fleetFile(journal, 0));
-    SimBench.set(cfg, "serving", "max_connections", Math.max(768, maxLevel * 4));
+    SimBench.set(cfg, "serving", "max_in_flight", Math.max(768, maxLevel * 4));
+    SimBench.set(cfg, "engine", "max_connections_per_engine", Math.max(768, maxLevel * 4));
     SimBench.set(cfg, "engine", "first_token_timeout_s", 10);
     progress.say("starting the router replica");
     RouterProcess router = env.own(RouterProcess.start(env, name(), cfg,

@@ -1,7 +1,6 @@
 package narwhal.common.config;
 
 import io.vertx.core.json.JsonObject;
-import java.util.Set;
 
 /**
  * Names the environment variable holding the admin token (docs/operations.md#admin-commands); the token itself never
@@ -9,17 +8,20 @@ import java.util.Set;
  */
 public record AdminConfig(String tokenEnv) {
 
-  static final Set<String> KEYS = Set.of("token_env");
+  public static final String DEFAULT_TOKEN_ENV = "NARWHAL_ADMIN_TOKEN";
+
+  static final Key<AdminConfig, String> TOKEN_ENV = Key.nonEmpty("token_env", AdminConfig::tokenEnv, DEFAULT_TOKEN_ENV);
+  static final Section<AdminConfig> SECTION = new Section<>(TOKEN_ENV);
 
   public static AdminConfig defaults() {
-    return new AdminConfig("NARWHAL_ADMIN_TOKEN");
+    return read(SectionReader.empty("admin", SECTION));
   }
 
   static AdminConfig read(SectionReader r) {
-    return new AdminConfig(r.nonEmptyString("token_env", defaults().tokenEnv()));
+    return new AdminConfig(r.get(TOKEN_ENV));
   }
 
   public JsonObject toJson() {
-    return new JsonObject().put("token_env", tokenEnv);
+    return SECTION.toJson(this);
   }
 }

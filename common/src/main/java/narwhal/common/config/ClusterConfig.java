@@ -5,7 +5,6 @@ import io.vertx.core.json.JsonObject;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 
 /**
  * Membership of the router cluster that shares breaker state (docs/architecture.md#what-lives-in-the-cluster): whether replicas
@@ -23,10 +22,43 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
                             String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls,
                             StateGuard sharedState, String decisionsPath, double joinTimeoutS, int expectedMembers) {
 
-  static final Set<String> KEYS = Set.of("enabled", "name", "members", "port", "host", "public_host", "discovery",
-      "kubernetes", "tls", "shared_state", "decisions_path", "join_timeout_s", "expected_members");
+  public static final String DEFAULT_NAME = "narwhal";
+  public static final List<String> DEFAULT_MEMBERS = List.of("127.0.0.1");
+  /** Hazelcast's own default port. */
+  public static final int DEFAULT_PORT = 5701;
+  public static final String DEFAULT_HOST = "127.0.0.1";
   static final double DEFAULT_JOIN_TIMEOUT_S = 30;
+  /** 0: as many members as {@code members} names. */
+  public static final int DEFAULT_EXPECTED_MEMBERS = 0;
   private static final String MEMBERS_EXPECTATION = "a non-empty list of \"host\" or \"host:port\"";
+  private static final String PUBLIC_HOST_EXPECTATION = "\"\" or a host name or address without a port, not a wildcard";
+
+  static final Key<ClusterConfig, Boolean> ENABLED = Key.bool("enabled", ClusterConfig::enabled, false).readAtStart();
+  static final Key<ClusterConfig, String> NAME = Key.nonEmpty("name", ClusterConfig::name, DEFAULT_NAME).readAtStart();
+  static final Key<ClusterConfig, List<String>> MEMBERS = Key.<ClusterConfig>strings("members", ClusterConfig::members,
+      DEFAULT_MEMBERS, (r, n, d) -> r.has(n) ? members(r) : d).readAtStart();
+  static final Key<ClusterConfig, Integer> PORT = Key.integer("port", ClusterConfig::port, DEFAULT_PORT, 1, 65535)
+      .readAtStart();
+  static final Key<ClusterConfig, String> HOST = Key.nonEmpty("host", ClusterConfig::host, DEFAULT_HOST).readAtStart();
+  static final Key<ClusterConfig, String> PUBLIC_HOST = Key.text("public_host", ClusterConfig::publicHost, "",
+      h -> h.isEmpty() || (AddressSyntax.isHostPort(h, false) && !AddressSyntax.isHostPort(h, true) && !isWildcard(h)),
+      PUBLIC_HOST_EXPECTATION).readAtStart();
+  static final Key<ClusterConfig, Discovery> DISCOVERY = Key.choice("discovery", ClusterConfig::discovery,
+      Discovery.TCP_IP, List.of(Discovery.values()), Discovery::wireName).readAtStart();
+  /** Its {@code service_name} is required with Kubernetes discovery: read in {@link #read}, which knows it. */
+  static final Key<ClusterConfig, Kubernetes> KUBERNETES = Key.section("kubernetes", ClusterConfig::kubernetes,
+      Kubernetes.SECTION, r -> Kubernetes.read(r, false));
+  static final Key<ClusterConfig, Tls> TLS = Key.section("tls", ClusterConfig::tls, Tls.SECTION, Tls::read);
+  static final Key<ClusterConfig, StateGuard> SHARED_STATE = Key.section("shared_state", ClusterConfig::sharedState,
+      StateGuard.SECTION, StateGuard::read);
+  static final Key<ClusterConfig, String> DECISIONS_PATH = Key.string("decisions_path", ClusterConfig::decisionsPath, "")
+      .readAtStart();
+  static final Key<ClusterConfig, Double> JOIN_TIMEOUT_S = Key.seconds("join_timeout_s", ClusterConfig::joinTimeoutS,
+      DEFAULT_JOIN_TIMEOUT_S, v -> v >= 1 && v <= 3600, "a number of seconds from 1 to 3600").readAtStart();
+  static final Key<ClusterConfig, Integer> EXPECTED_MEMBERS = Key.integer("expected_members",
+      ClusterConfig::expectedMembers, DEFAULT_EXPECTED_MEMBERS, 0, 1000).readAtStart();
+  static final Section<ClusterConfig> SECTION = new Section<>(ENABLED, NAME, MEMBERS, PORT, HOST, PUBLIC_HOST,
+      DISCOVERY, KUBERNETES, TLS, SHARED_STATE, DECISIONS_PATH, JOIN_TIMEOUT_S, EXPECTED_MEMBERS);
 
   /** How members find each other. */
   public enum Discovery {
@@ -60,7 +92,8 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
   /** Without a decisions file, with the default join timeout and expected members. */
   public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host,
                        String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls, StateGuard sharedState) {
-    this(enabled, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState, "", DEFAULT_JOIN_TIMEOUT_S, 0);
+    this(enabled, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState, "", DEFAULT_JOIN_TIMEOUT_S,
+        DEFAULT_EXPECTED_MEMBERS);
   }
 
   /** A TCP-IP cluster advertising its bind address. */
@@ -80,13 +113,7 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
   }
 
   public static ClusterConfig defaults() {
-    return new ClusterConfig(false, "narwhal", List.of("127.0.0.1"), 5701, "127.0.0.1", Tls.defaults(), StateGuard.defaults());
-  }
-
-  /** The same membership with clustering switched on (the {@code --cluster} flag). */
-  public ClusterConfig enable() {
-    return new ClusterConfig(true, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState,
-        decisionsPath, joinTimeoutS, expectedMembers);
+    return read(SectionReader.empty("cluster", SECTION));
   }
 
   public long joinTimeoutMs() {
@@ -108,25 +135,10 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
   }
 
   static ClusterConfig read(SectionReader r) {
-    ClusterConfig d = defaults();
-    Discovery discovery = Discovery.of(r.oneOf("discovery", d.discovery().wireName(),
-        List.of(Discovery.TCP_IP.wireName(), Discovery.KUBERNETES.wireName())));
-    return new ClusterConfig(
-        r.bool("enabled", d.enabled()),
-        r.nonEmptyString("name", d.name()),
-        r.has("members") ? members(r) : d.members(),
-        r.integer("port", d.port(), 1, 65535),
-        r.nonEmptyString("host", d.host()),
-        r.text("public_host", d.publicHost(), h -> h.isEmpty() || (AddressSyntax.isHostPort(h, false)
-            && !AddressSyntax.isHostPort(h, true) && !isWildcard(h)), "\"\" or a host name or address without a port, "
-            + "not a wildcard"),
-        discovery,
-        Kubernetes.read(r.section("kubernetes", Kubernetes.KEYS), discovery == Discovery.KUBERNETES),
-        Tls.read(r.section("tls", Tls.KEYS)),
-        StateGuard.read(r.section("shared_state", StateGuard.KEYS)),
-        r.anyString("decisions_path", ""),
-        r.number("join_timeout_s", DEFAULT_JOIN_TIMEOUT_S, v -> v >= 1 && v <= 3600, "a number of seconds from 1 to 3600"),
-        r.integer("expected_members", 0, 0, 1000));
+    Discovery discovery = r.get(DISCOVERY);
+    return new ClusterConfig(r.get(ENABLED), r.get(NAME), r.get(MEMBERS), r.get(PORT), r.get(HOST), r.get(PUBLIC_HOST),
+        discovery, Kubernetes.read(r.section(KUBERNETES.name(), Kubernetes.SECTION), discovery == Discovery.KUBERNETES),
+        r.get(TLS), r.get(SHARED_STATE), r.get(DECISIONS_PATH), r.get(JOIN_TIMEOUT_S), r.get(EXPECTED_MEMBERS));
   }
 
   /** 0.0.0.0 or ::, which bind every interface but reach no one. */
@@ -152,21 +164,7 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
   }
 
   public JsonObject toJson() {
-    return new JsonObject()
-        .put("enabled", enabled)
-        .put("name", name)
-        .put("members", new JsonArray(new ArrayList<>(members)))
-        .put("port", port)
-        .put("host", host)
-        .put("public_host", publicHost)
-        .put("discovery", discovery.wireName())
-        .put("kubernetes", kubernetes.toJson())
-        .put("tls", tls.toJson())
-        .put("shared_state", sharedState.toJson())
-        .put("decisions_path", decisionsPath)
-        .put("join_timeout_s", Seconds.toJson(joinTimeoutS))
-        .put("expected_members", expectedMembers);
-
+    return SECTION.toJson(this);
   }
 
   /**
@@ -178,10 +176,21 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
    */
   public record StateGuard(double operationTimeoutS, int failureThreshold, double resetTimeoutS) {
 
-    static final Set<String> KEYS = Set.of("operation_timeout_s", "failure_threshold", "reset_timeout_s");
+    public static final double DEFAULT_OPERATION_TIMEOUT_S = 0.5;
+    public static final int DEFAULT_FAILURE_THRESHOLD = 3;
+    public static final double DEFAULT_RESET_TIMEOUT_S = 2;
+
+    static final Key<StateGuard, Double> OPERATION_TIMEOUT_S = Key.seconds("operation_timeout_s",
+        StateGuard::operationTimeoutS, DEFAULT_OPERATION_TIMEOUT_S, v -> v >= 0.001 && v <= 60,
+        "a number of seconds from 0.001 to 60").readAtStart();
+    static final Key<StateGuard, Integer> FAILURE_THRESHOLD = Key.integer("failure_threshold",
+        StateGuard::failureThreshold, DEFAULT_FAILURE_THRESHOLD, 1, 1000).readAtStart();
+    static final Key<StateGuard, Double> RESET_TIMEOUT_S = Key.seconds("reset_timeout_s", StateGuard::resetTimeoutS,
+        DEFAULT_RESET_TIMEOUT_S, v -> v >= 0.01 && v <= 3600, "a number of seconds from 0.01 to 3600").readAtStart();
+    static final Section<StateGuard> SECTION = new Section<>(OPERATION_TIMEOUT_S, FAILURE_THRESHOLD, RESET_TIMEOUT_S);
 
     public static StateGuard defaults() {
-      return new StateGuard(0.5, 3, 2);
+      return read(SectionReader.empty("cluster.shared_state", SECTION));
     }
 
     public long operationTimeoutMs() {
@@ -193,18 +202,11 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     }
 
     static StateGuard read(SectionReader r) {
-      StateGuard d = defaults();
-      return new StateGuard(
-          r.number("operation_timeout_s", d.operationTimeoutS(), v -> v >= 0.001 && v <= 60, "a number of seconds from 0.001 to 60"),
-          r.integer("failure_threshold", d.failureThreshold(), 1, 1000),
-          r.number("reset_timeout_s", d.resetTimeoutS(), v -> v >= 0.01 && v <= 3600, "a number of seconds from 0.01 to 3600"));
+      return new StateGuard(r.get(OPERATION_TIMEOUT_S), r.get(FAILURE_THRESHOLD), r.get(RESET_TIMEOUT_S));
     }
 
     public JsonObject toJson() {
-      return new JsonObject()
-          .put("operation_timeout_s", Seconds.toJson(operationTimeoutS))
-          .put("failure_threshold", failureThreshold)
-          .put("reset_timeout_s", Seconds.toJson(resetTimeoutS));
+      return SECTION.toJson(this);
     }
   }
 
@@ -216,8 +218,14 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
    */
   public record Kubernetes(String serviceName, String namespace) {
 
-    static final Set<String> KEYS = Set.of("service_name", "namespace");
     private static final String DNS_LABEL = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
+    /** Required with Kubernetes discovery: {@link #read} is told whether it is used. */
+    static final Key<Kubernetes, String> SERVICE_NAME = Key.text("service_name", Kubernetes::serviceName, "",
+        name -> name.isEmpty() || name.matches(DNS_LABEL), "\"\" or a Kubernetes service name").readAtStart();
+    static final Key<Kubernetes, String> NAMESPACE = Key.text("namespace", Kubernetes::namespace, "",
+        ns -> ns.isEmpty() || ns.matches(DNS_LABEL), "\"\" (the pod's own namespace) or a Kubernetes namespace name")
+        .readAtStart();
+    static final Section<Kubernetes> SECTION = new Section<>(SERVICE_NAME, NAMESPACE);
 
     public Kubernetes {
       Objects.requireNonNull(serviceName, "serviceName");
@@ -225,22 +233,18 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     }
 
     public static Kubernetes defaults() {
-      return new Kubernetes("", "");
+      return read(SectionReader.empty("cluster.kubernetes", SECTION), false);
     }
 
     static Kubernetes read(SectionReader r, boolean used) {
-      Kubernetes d = defaults();
-      String serviceName = r.text("service_name", used ? null : d.serviceName(),
-          name -> (!used && name.isEmpty()) || name.matches(DNS_LABEL),
-          used ? "the name of the Kubernetes service of the router pods (cluster.discovery is \"kubernetes\")"
-              : "\"\" or a Kubernetes service name");
-      String namespace = r.text("namespace", d.namespace(), ns -> ns.isEmpty() || ns.matches(DNS_LABEL),
-          "\"\" (the pod's own namespace) or a Kubernetes namespace name");
-      return new Kubernetes(serviceName, namespace);
+      String serviceName = used ? r.text(SERVICE_NAME.name(), null, name -> name.matches(DNS_LABEL),
+          "the name of the Kubernetes service of the router pods (cluster.discovery is \"kubernetes\")")
+          : r.get(SERVICE_NAME);
+      return new Kubernetes(serviceName, r.get(NAMESPACE));
     }
 
     public JsonObject toJson() {
-      return new JsonObject().put("service_name", serviceName).put("namespace", namespace);
+      return SECTION.toJson(this);
     }
   }
 
@@ -253,7 +257,13 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
    */
   public record Tls(boolean enabled, String keyStore, String keyStorePasswordEnv) {
 
-    static final Set<String> KEYS = Set.of("enabled", "key_store", "key_store_password_env");
+    public static final String DEFAULT_KEY_STORE_PASSWORD_ENV = "NARWHAL_CLUSTER_TLS_PASSWORD";
+    static final Key<Tls, Boolean> ENABLED = Key.bool("enabled", Tls::enabled, false).readAtStart();
+    /** Required when TLS is enabled: {@link #read} knows. */
+    static final Key<Tls, String> KEY_STORE = Key.string("key_store", Tls::keyStore, "").readAtStart();
+    static final Key<Tls, String> KEY_STORE_PASSWORD_ENV = Key.nonEmpty("key_store_password_env",
+        Tls::keyStorePasswordEnv, DEFAULT_KEY_STORE_PASSWORD_ENV).readAtStart();
+    static final Section<Tls> SECTION = new Section<>(ENABLED, KEY_STORE, KEY_STORE_PASSWORD_ENV);
 
     public Tls {
       Objects.requireNonNull(keyStore, "keyStore");
@@ -261,22 +271,18 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     }
 
     public static Tls defaults() {
-      return new Tls(false, "", "NARWHAL_CLUSTER_TLS_PASSWORD");
+      return read(SectionReader.empty("cluster.tls", SECTION));
     }
 
     static Tls read(SectionReader r) {
-      Tls d = defaults();
-      boolean enabled = r.bool("enabled", d.enabled());
-      String keyStore = r.text("key_store", enabled ? null : d.keyStore(), path -> !enabled || !path.isBlank(),
-          enabled ? "the path of a PKCS12 key store (cluster.tls.enabled is true)" : "a string");
-      return new Tls(enabled, keyStore, r.nonEmptyString("key_store_password_env", d.keyStorePasswordEnv()));
+      boolean enabled = r.get(ENABLED);
+      String keyStore = enabled ? r.text(KEY_STORE.name(), null, path -> !path.isBlank(),
+          "the path of a PKCS12 key store (cluster.tls.enabled is true)") : r.get(KEY_STORE);
+      return new Tls(enabled, keyStore, r.get(KEY_STORE_PASSWORD_ENV));
     }
 
     public JsonObject toJson() {
-      return new JsonObject()
-          .put("enabled", enabled)
-          .put("key_store", keyStore)
-          .put("key_store_password_env", keyStorePasswordEnv);
+      return SECTION.toJson(this);
     }
   }
 }

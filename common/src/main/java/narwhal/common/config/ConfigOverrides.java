@@ -22,7 +22,7 @@ import java.util.TreeMap;
  * the whole is validated like a file, so a bad override is refused with the file's message plus where it came from.
  * {@link #parse} is used at start and on every hot reload, which therefore re-applies them.
  *
- * <p>Values are text, read by the type of the key's default: a string key takes the text as it is (no quotes;
+ * <p>Values are text, read by the key's declared {@link Key.Type}: a string key takes the text as it is (no quotes;
  * {@code --set server.api_key_env=} sets ""); numbers and booleans are read as JSON ({@code 8000}, {@code 2.5},
  * {@code true}); a list is a JSON array ({@code ["10.0.0.1","10.0.0.2:5701"]}) or, for a list of strings, the
  * comma-separated items ({@code 10.0.0.1,10.0.0.2:5701}); an object ({@code engine_contract}, or {@code engines}
@@ -32,8 +32,8 @@ import java.util.TreeMap;
  */
 public final class ConfigOverrides {
   public static final String ENV_PREFIX = "NARWHAL_";
-  /** Every overridable key with its default value (whose type says how a text is read). */
-  private static final Map<String, Object> KEYS = catalogue();
+  /** Every overridable key (whose declared type says how a text is read). */
+  private static final Map<String, Key<?, ?>> KEYS = catalogue();
   private static final Map<String, String> KEY_BY_ENV_NAME = byEnvName();
   private static final ConfigOverrides NONE = new ConfigOverrides(List.of());
 
@@ -158,14 +158,14 @@ public final class ConfigOverrides {
   }
 
   private static Object value(Override o) {
-    Object sample = KEYS.get(o.key());
+    Key.Type type = KEYS.get(o.key()).type();
     String text = o.text();
-    if (sample instanceof String) return text;
+    if (type == Key.Type.STRING) return text;
     String trimmed = text.strip();
-    if (sample instanceof Boolean) {
+    if (type == Key.Type.BOOLEAN) {
       return "true".equals(trimmed) ? Boolean.TRUE : "false".equals(trimmed) ? Boolean.FALSE : text;
     }
-    if (sample instanceof Number) {
+    if (type == Key.Type.INTEGER || type == Key.Type.NUMBER) {
       try {
         Object number = Json.decodeValue(trimmed);
         return number instanceof Number ? number : text;
@@ -173,7 +173,8 @@ public final class ConfigOverrides {
         return text;
       }
     }
-    if (sample instanceof JsonArray && !trimmed.startsWith("[")) {
+    boolean list = type == Key.Type.STRINGS || type == Key.Type.LIST;
+    if (list && !trimmed.startsWith("[")) {
       JsonArray items = new JsonArray();
       for (String item : trimmed.split(",")) {
         if (!item.isBlank()) items.add(item.strip());
@@ -183,7 +184,7 @@ public final class ConfigOverrides {
     try {
       return Json.decodeValue(trimmed);
     } catch (DecodeException notJson) {
-      String expected = sample instanceof JsonArray ? "a JSON array or comma-separated items" : "JSON (an object or null)";
+      String expected = list ? "a JSON array or comma-separated items" : "JSON (an object or null)";
       throw new ConfigException(o.key(), o.key() + ": " + Json.encode(text) + " is not valid: expected " + expected
           + " (from " + o.source() + ")");
     }
@@ -201,24 +202,11 @@ public final class ConfigOverrides {
     return e;
   }
 
-  private static Map<String, Object> catalogue() {
-    JsonObject sample = NarwhalConfig.fromJson(new JsonObject().put("model", "m").put("engines",
-        new JsonArray().add(new JsonObject().put("iid", "B0").put("url", "http://127.0.0.1:8000")))).toJson();
-    Map<String, Object> keys = new LinkedHashMap<>();
-    leaves(sample, "", keys);
+  /** Every declared key but those of one engine entry ({@code engines} is overridden whole). */
+  private static Map<String, Key<?, ?>> catalogue() {
+    Map<String, Key<?, ?>> keys = new LinkedHashMap<>(ConfigKeys.all());
+    keys.keySet().removeIf(k -> k.startsWith(ConfigKeys.ENGINE_ENTRY));
     return Collections.unmodifiableMap(keys);
-  }
-
-  private static void leaves(JsonObject object, String prefix, Map<String, Object> keys) {
-    for (String name : object.fieldNames()) {
-      Object value = object.getValue(name);
-      String key = prefix.isEmpty() ? name : prefix + "." + name;
-      if (value instanceof JsonObject section && !"engine_contract".equals(key)) {
-        leaves(section, key, keys);
-      } else {
-        keys.put(key, value);
-      }
-    }
   }
 
   private static Map<String, String> byEnvName() {

@@ -17,23 +17,35 @@ import java.util.function.Predicate;
 public record CorsConfig(List<String> allowedOrigins, List<String> allowedMethods, List<String> allowedHeaders,
                          boolean allowCredentials) {
 
-  static final Set<String> KEYS = Set.of("allowed_origins", "allowed_methods", "allowed_headers", "allow_credentials");
+  /** Every origin, method or header. */
+  public static final List<String> ANY = List.of("*");
   private static final String ORIGINS = "a JSON array of \"*\" or origins like \"https://app.example.com\" (scheme://host[:port])";
   private static final String METHODS = "a JSON array of \"*\" or HTTP methods like \"GET\", \"POST\"";
   private static final String HEADERS = "a JSON array of \"*\" or header names like \"authorization\"";
   private static final Set<String> KNOWN_METHODS = Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS");
 
+  static final Key<CorsConfig, List<String>> ALLOWED_ORIGINS = Key.strings("allowed_origins",
+      CorsConfig::allowedOrigins, ANY, (r, n, d) -> list(r, n, d,
+          s -> s.equals("*") || s.matches("[a-zA-Z][a-zA-Z0-9+.-]*://[^/\\s]+"), ORIGINS)).readAtStart();
+  static final Key<CorsConfig, List<String>> ALLOWED_METHODS = Key.strings("allowed_methods",
+      CorsConfig::allowedMethods, ANY, (r, n, d) -> list(r, n, d,
+          s -> s.equals("*") || KNOWN_METHODS.contains(s.toUpperCase(Locale.ROOT)), METHODS)).readAtStart();
+  static final Key<CorsConfig, List<String>> ALLOWED_HEADERS = Key.strings("allowed_headers",
+      CorsConfig::allowedHeaders, ANY, (r, n, d) -> list(r, n, d,
+          s -> s.equals("*") || s.matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+"), HEADERS)).readAtStart();
+  static final Key<CorsConfig, Boolean> ALLOW_CREDENTIALS = Key.bool("allow_credentials",
+      CorsConfig::allowCredentials, false).readAtStart();
+
+  static final Section<CorsConfig> SECTION = new Section<>(ALLOWED_ORIGINS, ALLOWED_METHODS, ALLOWED_HEADERS,
+      ALLOW_CREDENTIALS);
+
   public static CorsConfig defaults() {
-    return new CorsConfig(List.of("*"), List.of("*"), List.of("*"), false);
+    return read(SectionReader.empty("server.cors", SECTION));
   }
 
   static CorsConfig read(SectionReader r) {
-    CorsConfig d = defaults();
-    return new CorsConfig(
-        list(r, "allowed_origins", d.allowedOrigins(), s -> s.equals("*") || s.matches("[a-zA-Z][a-zA-Z0-9+.-]*://[^/\\s]+"), ORIGINS),
-        list(r, "allowed_methods", d.allowedMethods(), s -> s.equals("*") || KNOWN_METHODS.contains(s.toUpperCase(Locale.ROOT)), METHODS),
-        list(r, "allowed_headers", d.allowedHeaders(), s -> s.equals("*") || s.matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+"), HEADERS),
-        r.bool("allow_credentials", d.allowCredentials()));
+    return new CorsConfig(r.get(ALLOWED_ORIGINS), r.get(ALLOWED_METHODS), r.get(ALLOWED_HEADERS),
+        r.get(ALLOW_CREDENTIALS));
   }
 
   private static List<String> list(SectionReader r, String name, List<String> defaultValue, Predicate<String> valid,
@@ -55,7 +67,6 @@ public record CorsConfig(List<String> allowedOrigins, List<String> allowedMethod
   }
 
   public JsonObject toJson() {
-    return new JsonObject().put("allowed_origins", new JsonArray(allowedOrigins)).put("allowed_methods", new JsonArray(allowedMethods))
-        .put("allowed_headers", new JsonArray(allowedHeaders)).put("allow_credentials", allowCredentials);
+    return SECTION.toJson(this);
   }
 }

@@ -3,7 +3,7 @@ package narwhal.common.config;
 import io.vertx.core.json.JsonObject;
 import java.net.URI;
 import java.util.Objects;
-import java.util.Set;
+import java.util.List;
 
 /**
  * One vLLM engine of the fleet: its id, base URL, the legs it may serve, where it publishes its
@@ -13,8 +13,21 @@ import java.util.Set;
  */
 public record EngineConfig(String iid, String url, Role role, String attestationUrl, String kvSideChannel, String model) {
 
-  static final Set<String> KEYS = Set.of("iid", "url", "role", "attestation_url", "kv_side_channel", "model");
   static final String URL_EXPECTATION = "an http:// or https:// URL with a host and an optional port";
+
+  static final Key<EngineConfig, String> IID = Key.nonEmpty("iid", EngineConfig::iid, null);
+  static final Key<EngineConfig, String> URL = Key.text("url", EngineConfig::url, null, AddressSyntax::isHttpUrl,
+      URL_EXPECTATION);
+  static final Key<EngineConfig, Role> ROLE = Key.choice("role", EngineConfig::role, Role.BOTH,
+      List.of(Role.values()), Role::wireName);
+  static final Key<EngineConfig, String> ATTESTATION_URL = Key.text("attestation_url", EngineConfig::attestationUrl, "",
+      s -> s.isEmpty() || AddressSyntax.isHttpUrl(s), "\"\" or " + URL_EXPECTATION);
+  static final Key<EngineConfig, String> KV_SIDE_CHANNEL = Key.text("kv_side_channel", EngineConfig::kvSideChannel, "",
+      s -> s.isEmpty() || AddressSyntax.isHostPort(s, true), "\"\" or \"host:port\"");
+  /** "" (absent): the fleet's top-level model. */
+  static final Key<EngineConfig, String> MODEL = Key.text("model", EngineConfig::model, "", m -> !m.isBlank(),
+      "a non-empty model name (absent: the top-level model)");
+  static final Section<EngineConfig> SECTION = new Section<>(IID, URL, ROLE, ATTESTATION_URL, KV_SIDE_CHANNEL, MODEL);
 
   public EngineConfig {
     Objects.requireNonNull(iid, "iid");
@@ -36,15 +49,8 @@ public record EngineConfig(String iid, String url, Role role, String attestation
   }
 
   static EngineConfig read(SectionReader r) {
-    return new EngineConfig(
-        r.nonEmptyString("iid", null),
-        r.text("url", null, AddressSyntax::isHttpUrl, URL_EXPECTATION),
-        Role.parse(r.oneOf("role", Role.BOTH.wireName(), Role.WIRE_NAMES)),
-        r.text("attestation_url", "", s -> s.isEmpty() || AddressSyntax.isHttpUrl(s),
-            "\"\" or " + URL_EXPECTATION),
-        r.text("kv_side_channel", "", s -> s.isEmpty() || AddressSyntax.isHostPort(s, true),
-            "\"\" or \"host:port\""),
-        r.text("model", "", m -> !m.isBlank(), "a non-empty model name (absent: the top-level model)"));
+    return new EngineConfig(r.get(IID), r.get(URL), r.get(ROLE), r.get(ATTESTATION_URL), r.get(KV_SIDE_CHANNEL),
+        r.get(MODEL));
   }
 
   /** The URL's host, without the brackets of an IPv6 literal. */
@@ -72,12 +78,6 @@ public record EngineConfig(String iid, String url, Role role, String attestation
   }
 
   public JsonObject toJson() {
-    return new JsonObject()
-        .put("iid", iid)
-        .put("url", url)
-        .put("role", role.wireName())
-        .put("attestation_url", attestationUrl)
-        .put("kv_side_channel", kvSideChannel)
-        .put("model", model);
+    return SECTION.toJson(this);
   }
 }

@@ -2,47 +2,79 @@ package narwhal.common.config;
 
 import io.vertx.core.json.JsonObject;
 import java.util.List;
-import java.util.Set;
 import java.util.function.UnaryOperator;
 
 /**
  * How the router talks to every engine: per-leg timeouts (a first token must come within
  * {@code first_token_timeout_s}; a decode stream may be silent for at most
- * {@code decode_read_timeout_s}, 0 leaving it to the request deadline), how long a prefilled KV
- * cache stays leased, the KV connector and request dialect, and the env var holding the engines'
- * API key (empty: none).
+ * {@code decode_read_timeout_s}, 0 leaving it to the request deadline), the connection pool to each engine, how
+ * long a prefilled KV cache stays leased, the KV connector, and the env var holding the engines' API key (empty: none).
  */
 public record EngineSettings(
     double firstTokenTimeoutS,
     double decodeReadTimeoutS,
     double connectTimeoutS,
-    double poolTimeoutS,
+    int maxConnectionsPerEngine,
     double healthTimeoutS,
     double kvLeaseS,
     String connector,
-    String dialect,
     String engineApiKeyEnv) {
 
-  static final Set<String> KEYS = Set.of("first_token_timeout_s", "decode_read_timeout_s",
-      "connect_timeout_s", "pool_timeout_s", "health_timeout_s", "kv_lease_s", "connector", "dialect",
-      "engine_api_key_env");
+  public static final double DEFAULT_FIRST_TOKEN_TIMEOUT_S = 2.5;
+  public static final double DEFAULT_DECODE_READ_TIMEOUT_S = 10;
+  public static final double DEFAULT_CONNECT_TIMEOUT_S = 10;
+  /** As many as the default in-flight limit, so one engine can carry every admitted request. */
+  public static final int DEFAULT_MAX_CONNECTIONS_PER_ENGINE = ServingConfig.DEFAULT_MAX_IN_FLIGHT;
+  public static final double DEFAULT_HEALTH_TIMEOUT_S = 5;
+  public static final double DEFAULT_KV_LEASE_S = 30;
+  public static final String NIXL = "nixl";
+
+  static final Key<EngineSettings, Double> FIRST_TOKEN_TIMEOUT_S = Key.positiveSeconds("first_token_timeout_s",
+      EngineSettings::firstTokenTimeoutS, DEFAULT_FIRST_TOKEN_TIMEOUT_S);
+  static final Key<EngineSettings, Double> DECODE_READ_TIMEOUT_S = Key.nonNegativeSeconds("decode_read_timeout_s",
+      EngineSettings::decodeReadTimeoutS, DEFAULT_DECODE_READ_TIMEOUT_S);
+  static final Key<EngineSettings, Double> CONNECT_TIMEOUT_S = Key.positiveSeconds("connect_timeout_s",
+      EngineSettings::connectTimeoutS, DEFAULT_CONNECT_TIMEOUT_S);
+  /** The HTTP/1 pool to each engine, sized when the router starts. */
+  static final Key<EngineSettings, Integer> MAX_CONNECTIONS_PER_ENGINE = Key.integer("max_connections_per_engine",
+      EngineSettings::maxConnectionsPerEngine, DEFAULT_MAX_CONNECTIONS_PER_ENGINE, 1, Integer.MAX_VALUE).readAtStart();
+  /** Never read by the engine client; kept so older files load. */
+  static final Key<EngineSettings, Double> POOL_TIMEOUT_S = Key.<EngineSettings>positiveSeconds("pool_timeout_s", e -> null, 5.0)
+      .replacedBy("it never had an effect; remove it (engine.connect_timeout_s bounds a connect)");
+  static final Key<EngineSettings, Double> HEALTH_TIMEOUT_S = Key.positiveSeconds("health_timeout_s",
+      EngineSettings::healthTimeoutS, DEFAULT_HEALTH_TIMEOUT_S);
+  static final Key<EngineSettings, Double> KV_LEASE_S = Key.nonNegativeSeconds("kv_lease_s",
+      EngineSettings::kvLeaseS, DEFAULT_KV_LEASE_S);
+  static final Key<EngineSettings, String> CONNECTOR = Key.oneOf("connector", EngineSettings::connector, NIXL,
+      List.of(NIXL));
+  /** Never read: vLLM's is the only dialect; kept so older files load. */
+  static final Key<EngineSettings, String> DIALECT = Key.<EngineSettings>oneOf("dialect", e -> null, "vllm", List.of("vllm"))
+      .replacedBy("it never had an effect (vLLM's request dialect is the only one); remove it");
+  static final Key<EngineSettings, String> ENGINE_API_KEY_ENV = Key.string("engine_api_key_env",
+      EngineSettings::engineApiKeyEnv, "");
+
+  static final Section<EngineSettings> SECTION = new Section<>(FIRST_TOKEN_TIMEOUT_S, DECODE_READ_TIMEOUT_S,
+      CONNECT_TIMEOUT_S, MAX_CONNECTIONS_PER_ENGINE, POOL_TIMEOUT_S, HEALTH_TIMEOUT_S, KV_LEASE_S, CONNECTOR, DIALECT,
+      ENGINE_API_KEY_ENV);
 
   public static EngineSettings defaults() {
-    return new EngineSettings(2.5, 10, 10, 5, 5, 30, "nixl", "vllm", "");
+    return read(SectionReader.empty("engine", SECTION), null);
   }
 
-  static EngineSettings read(SectionReader r) {
-    EngineSettings d = defaults();
-    return new EngineSettings(
-        r.positive("first_token_timeout_s", d.firstTokenTimeoutS()),
-        r.nonNegative("decode_read_timeout_s", d.decodeReadTimeoutS()),
-        r.positive("connect_timeout_s", d.connectTimeoutS()),
-        r.positive("pool_timeout_s", d.poolTimeoutS()),
-        r.positive("health_timeout_s", d.healthTimeoutS()),
-        r.nonNegative("kv_lease_s", d.kvLeaseS()),
-        r.oneOf("connector", d.connector(), List.of("nixl")),
-        r.oneOf("dialect", d.dialect(), List.of("vllm")),
-        r.anyString("engine_api_key_env", d.engineApiKeyEnv()));
+  /** {@code legacyMaxConnections}: an older file's {@code serving.max_connections}, the pool size unless set here. */
+  static EngineSettings read(SectionReader r, Integer legacyMaxConnections) {
+    double firstToken = r.get(FIRST_TOKEN_TIMEOUT_S);
+    double decodeRead = r.get(DECODE_READ_TIMEOUT_S);
+    double connect = r.get(CONNECT_TIMEOUT_S);
+    int perEngine = legacyMaxConnections != null && !r.has(MAX_CONNECTIONS_PER_ENGINE.name())
+        ? legacyMaxConnections : r.get(MAX_CONNECTIONS_PER_ENGINE);
+    r.get(POOL_TIMEOUT_S);
+    double health = r.get(HEALTH_TIMEOUT_S);
+    double kvLease = r.get(KV_LEASE_S);
+    String connector = r.get(CONNECTOR);
+    r.get(DIALECT);
+    return new EngineSettings(firstToken, decodeRead, connect, perEngine, health, kvLease, connector,
+        r.get(ENGINE_API_KEY_ENV));
   }
 
   public long firstTokenTimeoutMs() {
@@ -56,10 +88,6 @@ public record EngineSettings(
 
   public long connectTimeoutMs() {
     return Seconds.toMillis(connectTimeoutS);
-  }
-
-  public long poolTimeoutMs() {
-    return Seconds.toMillis(poolTimeoutS);
   }
 
   public long healthTimeoutMs() {
@@ -81,15 +109,6 @@ public record EngineSettings(
   }
 
   public JsonObject toJson() {
-    return new JsonObject()
-        .put("first_token_timeout_s", Seconds.toJson(firstTokenTimeoutS))
-        .put("decode_read_timeout_s", Seconds.toJson(decodeReadTimeoutS))
-        .put("connect_timeout_s", Seconds.toJson(connectTimeoutS))
-        .put("pool_timeout_s", Seconds.toJson(poolTimeoutS))
-        .put("health_timeout_s", Seconds.toJson(healthTimeoutS))
-        .put("kv_lease_s", Seconds.toJson(kvLeaseS))
-        .put("connector", connector)
-        .put("dialect", dialect)
-        .put("engine_api_key_env", engineApiKeyEnv);
+    return SECTION.toJson(this);
   }
 }

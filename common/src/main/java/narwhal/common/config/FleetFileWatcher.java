@@ -18,6 +18,10 @@ import java.util.logging.Logger;
  * copy still under way is waited for, not refused. A file that cannot be read is reported once when it becomes
  * unreadable ({@code onUnreadable}) and once when it is readable again, not every period. The start-time overrides
  * ({@link ConfigOverrides}) are applied to every text read, so a reload keeps them.
+ *
+ * <p>Not vertx-config's {@code ConfigRetriever}: it compares parsed JSON and reports a file that fails to read or
+ * parse as a scan error on every period, so the settle rule, the one-time unreadable report, the line-and-column
+ * message of {@link JsonText} and a refusal judged on the whole text would all have to be rebuilt around it.
  */
 public final class FleetFileWatcher {
   private static final Logger LOG = Logger.getLogger(FleetFileWatcher.class.getName());

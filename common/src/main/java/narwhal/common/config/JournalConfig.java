@@ -1,7 +1,6 @@
 package narwhal.common.config;
 
 import io.vertx.core.json.JsonObject;
-import java.util.Set;
 
 /**
  * Where the operations journal (one JSON row per line, docs/operations.md#journal) goes: a file, rotated by size, or standard
@@ -12,18 +11,27 @@ import java.util.Set;
 public record JournalConfig(String path, long maxBytes, int keep) {
 
   public static final String STDOUT = "-";
-  static final Set<String> KEYS = Set.of("path", "max_bytes", "keep");
+  public static final String DEFAULT_PATH = "journal.jsonl";
+  public static final long DEFAULT_MAX_BYTES = 256L * 1024 * 1024;
+  public static final int DEFAULT_KEEP = 5;
+  private static final String MAX_BYTES_EXPECTATION = "0 (never rotate) or a number of bytes of at least 1024";
+
+  static final Key<JournalConfig, String> PATH = Key.nonEmpty("path", JournalConfig::path, DEFAULT_PATH).readAtStart();
+  /** 0 or at least 1024: the gap is checked in {@link #read}. */
+  static final Key<JournalConfig, Long> MAX_BYTES = Key.whole("max_bytes", JournalConfig::maxBytes, DEFAULT_MAX_BYTES,
+      0, Long.MAX_VALUE, MAX_BYTES_EXPECTATION).readAtStart();
+  static final Key<JournalConfig, Integer> KEEP = Key.integer("keep", JournalConfig::keep, DEFAULT_KEEP, 1, 1000)
+      .readAtStart();
+  static final Section<JournalConfig> SECTION = new Section<>(PATH, MAX_BYTES, KEEP);
 
   public static JournalConfig defaults() {
-    return new JournalConfig("journal.jsonl", 268_435_456L, 5);
+    return read(SectionReader.empty("journal", SECTION));
   }
 
   static JournalConfig read(SectionReader r) {
-    JournalConfig d = defaults();
-    long maxBytes = r.wholeNumber("max_bytes", d.maxBytes(), 0, Long.MAX_VALUE,
-        "0 (never rotate) or a number of bytes of at least 1024");
-    if (maxBytes > 0 && maxBytes < 1024) throw r.invalid("max_bytes", "0 (never rotate) or a number of bytes of at least 1024");
-    return new JournalConfig(r.nonEmptyString("path", d.path()), maxBytes, r.integer("keep", d.keep(), 1, 1000));
+    long maxBytes = r.get(MAX_BYTES);
+    if (maxBytes > 0 && maxBytes < 1024) throw r.invalid(MAX_BYTES.name(), MAX_BYTES_EXPECTATION);
+    return new JournalConfig(r.get(PATH), maxBytes, r.get(KEEP));
   }
 
   public boolean toStdout() {
@@ -31,6 +39,6 @@ public record JournalConfig(String path, long maxBytes, int keep) {
   }
 
   public JsonObject toJson() {
-    return new JsonObject().put("path", path).put("max_bytes", maxBytes).put("keep", keep);
+    return SECTION.toJson(this);
   }
 }

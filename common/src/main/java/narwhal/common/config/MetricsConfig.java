@@ -2,8 +2,6 @@ package narwhal.common.config;
 
 import io.vertx.core.json.JsonObject;
 
-import java.util.Set;
-
 /**
  * Ours: what {@code /metrics} carries besides Narwhal's own series. {@code vertx_http} (default true) keeps Vert.x's
  * HTTP server and client meters ({@code vertx_http_server_*}, {@code vertx_http_client_*}); false leaves them out and
@@ -12,17 +10,19 @@ import java.util.Set;
  */
 public record MetricsConfig(boolean vertxHttp) {
 
-  static final Set<String> KEYS = Set.of("vertx_http");
+  static final Key<MetricsConfig, Boolean> VERTX_HTTP = Key.bool("vertx_http", MetricsConfig::vertxHttp, true)
+      .readAtStart();
+  static final Section<MetricsConfig> SECTION = new Section<>(VERTX_HTTP);
 
   public static MetricsConfig defaults() {
-    return new MetricsConfig(true);
+    return read(SectionReader.empty("metrics", SECTION));
   }
 
   static MetricsConfig read(SectionReader r) {
-    return new MetricsConfig(r.bool("vertx_http", defaults().vertxHttp()));
+    return new MetricsConfig(r.get(VERTX_HTTP));
   }
 
   public JsonObject toJson() {
-    return new JsonObject().put("vertx_http", vertxHttp);
+    return SECTION.toJson(this);
   }
 }

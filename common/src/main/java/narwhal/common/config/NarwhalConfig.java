@@ -34,10 +34,43 @@ public record NarwhalConfig(
   public static final String SCHEMA = "narwhal.fleet";
   public static final int SCHEMA_VERSION = 1;
 
-  private static final Set<String> KEYS = Set.of("schema", "schema_version", "model", "engines",
-      "engine_contract", "server", "serving", "engine", "recovery", "cluster", "admin", "journal", "metrics", "sim",
-      "placement", "telemetry");
   private static final String ENGINES_EXPECTATION = "a non-empty list of engines";
+
+  static final Key<NarwhalConfig, String> SCHEMA_KEY = Key.text("schema", c -> SCHEMA, SCHEMA, SCHEMA::equals,
+      "\"" + SCHEMA + "\"");
+  static final Key<NarwhalConfig, Long> SCHEMA_VERSION_KEY = Key.whole("schema_version", c -> (long) SCHEMA_VERSION,
+      (long) SCHEMA_VERSION, SCHEMA_VERSION, SCHEMA_VERSION, String.valueOf(SCHEMA_VERSION));
+  static final Key<NarwhalConfig, String> MODEL = Key.nonEmpty("model", NarwhalConfig::model, null);
+  /** Read by {@link #engines}: each entry is an object of {@link EngineConfig#SECTION}. */
+  static final Key<NarwhalConfig, List<EngineConfig>> ENGINES = Key.custom("engines", Key.Type.LIST,
+      NarwhalConfig::engines, list -> new JsonArray(new ArrayList<>(list.stream().map(EngineConfig::toJson).toList())));
+  static final Key<NarwhalConfig, JsonObject> ENGINE_CONTRACT = Key.custom("engine_contract", Key.Type.OBJECT,
+      NarwhalConfig::engineContract, c -> c);
+  static final Key<NarwhalConfig, ServerConfig> SERVER = Key.section("server", NarwhalConfig::server,
+      ServerConfig.SECTION, ServerConfig::read);
+  static final Key<NarwhalConfig, ServingConfig> SERVING = Key.section("serving", NarwhalConfig::serving,
+      ServingConfig.SECTION, r -> ServingConfig.read(r, null));
+  static final Key<NarwhalConfig, EngineSettings> ENGINE = Key.section("engine", NarwhalConfig::engine,
+      EngineSettings.SECTION, r -> EngineSettings.read(r, null));
+  static final Key<NarwhalConfig, RecoveryConfig> RECOVERY = Key.section("recovery", NarwhalConfig::recovery,
+      RecoveryConfig.SECTION, r -> RecoveryConfig.read(r, false));
+  static final Key<NarwhalConfig, ClusterConfig> CLUSTER = Key.section("cluster", NarwhalConfig::cluster,
+      ClusterConfig.SECTION, ClusterConfig::read);
+  static final Key<NarwhalConfig, AdminConfig> ADMIN = Key.section("admin", NarwhalConfig::admin, AdminConfig.SECTION,
+      AdminConfig::read);
+  static final Key<NarwhalConfig, JournalConfig> JOURNAL = Key.section("journal", NarwhalConfig::journal,
+      JournalConfig.SECTION, JournalConfig::read);
+  static final Key<NarwhalConfig, MetricsConfig> METRICS = Key.section("metrics", NarwhalConfig::metrics,
+      MetricsConfig.SECTION, MetricsConfig::read);
+  static final Key<NarwhalConfig, SimConfig> SIM = Key.section("sim", NarwhalConfig::sim, SimConfig.SECTION,
+      SimConfig::read);
+  static final Key<NarwhalConfig, PlacementConfig> PLACEMENT = Key.section("placement", NarwhalConfig::placement,
+      PlacementConfig.SECTION, PlacementConfig::read);
+  static final Key<NarwhalConfig, TelemetryConfig> TELEMETRY = Key.section("telemetry", NarwhalConfig::telemetry,
+      TelemetryConfig.SECTION, TelemetryConfig::read);
+  /** Every key of the fleet file, in the order {@link #toJson} writes them. */
+  public static final Section<NarwhalConfig> FILE = new Section<>(SCHEMA_KEY, SCHEMA_VERSION_KEY, MODEL, ENGINES,
+      ENGINE_CONTRACT, SERVER, SERVING, ENGINE, RECOVERY, CLUSTER, ADMIN, JOURNAL, METRICS, SIM, PLACEMENT, TELEMETRY);
 
   public NarwhalConfig {
     Objects.requireNonNull(model, "model");
@@ -68,32 +101,21 @@ public record NarwhalConfig(
 
   public static NarwhalConfig fromJson(JsonObject json) {
     Objects.requireNonNull(json, "json");
-    SectionReader r = SectionReader.of(json, "", KEYS);
-    r.text("schema", SCHEMA, SCHEMA::equals, "\"" + SCHEMA + "\"");
-    r.wholeNumber("schema_version", SCHEMA_VERSION, SCHEMA_VERSION, SCHEMA_VERSION,
-        String.valueOf(SCHEMA_VERSION));
-    String model = r.nonEmptyString("model", null);
+    SectionReader r = SectionReader.of(json, "", FILE);
+    r.get(SCHEMA_KEY);
+    r.get(SCHEMA_VERSION_KEY);
+    String model = r.get(MODEL);
     List<EngineConfig> engines = engines(r);
     JsonObject engineContract = engineContract(r);
-    ServerConfig server = ServerConfig.read(r.section("server", ServerConfig.KEYS));
-    ServingConfig serving = ServingConfig.read(r.section("serving", ServingConfig.KEYS));
-    EngineSettings engine = EngineSettings.read(r.section("engine", EngineSettings.KEYS));
+    ServerConfig server = r.get(SERVER);
+    SectionReader serving = r.section(SERVING.name(), ServingConfig.SECTION);
+    Integer legacyMaxConnections = ServingConfig.legacyMaxConnections(serving);
+    ServingConfig servingConfig = ServingConfig.read(serving, legacyMaxConnections);
+    EngineSettings engine = EngineSettings.read(r.section(ENGINE.name(), EngineSettings.SECTION), legacyMaxConnections);
     clientKeysAreNotTheEngineKey(server, engine);
-    return new NarwhalConfig(
-        model,
-        engines,
-        engineContract,
-        server,
-        serving,
-        engine,
-        RecoveryConfig.read(r.section("recovery", RecoveryConfig.KEYS), engineContract != null),
-        ClusterConfig.read(r.section("cluster", ClusterConfig.KEYS)),
-        AdminConfig.read(r.section("admin", AdminConfig.KEYS)),
-        JournalConfig.read(r.section("journal", JournalConfig.KEYS)),
-        MetricsConfig.read(r.section("metrics", MetricsConfig.KEYS)),
-        SimConfig.read(r.section("sim", SimConfig.KEYS)),
-        PlacementConfig.read(r.section("placement", PlacementConfig.KEYS)),
-        TelemetryConfig.read(r.section("telemetry", TelemetryConfig.KEYS)));
+    return new NarwhalConfig(model, engines, engineContract, server, servingConfig, engine,
+        RecoveryConfig.read(r.section(RECOVERY.name(), RecoveryConfig.SECTION), engineContract != null),
+        r.get(CLUSTER), r.get(ADMIN), r.get(JOURNAL), r.get(METRICS), r.get(SIM), r.get(PLACEMENT), r.get(TELEMETRY));
   }
 
   /** The sections the admin command line reads (docs/operations.md#admin-commands). */
@@ -104,9 +126,8 @@ public record NarwhalConfig(
   public static AdminView adminView(JsonObject json) {
     JsonObject cluster = json.getValue("cluster") instanceof JsonObject c ? c : new JsonObject();
     JsonObject admin = json.getValue("admin") instanceof JsonObject a ? a : new JsonObject();
-    SectionReader r = SectionReader.of(new JsonObject().put("cluster", cluster).put("admin", admin), "", KEYS);
-    return new AdminView(ClusterConfig.read(r.section("cluster", ClusterConfig.KEYS)),
-        AdminConfig.read(r.section("admin", AdminConfig.KEYS)));
+    SectionReader r = SectionReader.of(new JsonObject().put("cluster", cluster).put("admin", admin), "", FILE);
+    return new AdminView(r.get(CLUSTER), r.get(ADMIN));
   }
 
   /** The engines' key must never open the router to clients: the two keys cannot come from one variable. */
@@ -133,7 +154,7 @@ public record NarwhalConfig(
       if (!(entry instanceof JsonObject)) {
         throw ConfigException.invalid(key, entry, "an object");
       }
-      EngineConfig engine = EngineConfig.read(SectionReader.of((JsonObject) entry, key, EngineConfig.KEYS));
+      EngineConfig engine = EngineConfig.read(SectionReader.of((JsonObject) entry, key, EngineConfig.SECTION));
       if (!iids.add(engine.iid())) {
         throw ConfigException.invalid(key + ".iid", engine.iid(), "a unique iid");
       }
@@ -172,24 +193,6 @@ public record NarwhalConfig(
 
   /** Every key written out, defaults included; {@link #fromJson} of the result equals this config. */
   public JsonObject toJson() {
-    JsonArray engineArray = new JsonArray();
-    engines.forEach(e -> engineArray.add(e.toJson()));
-    return new JsonObject()
-        .put("schema", SCHEMA)
-        .put("schema_version", SCHEMA_VERSION)
-        .put("model", model)
-        .put("engines", engineArray)
-        .put("engine_contract", engineContract())
-        .put("server", server.toJson())
-        .put("serving", serving.toJson())
-        .put("engine", engine.toJson())
-        .put("recovery", recovery.toJson())
-        .put("cluster", cluster.toJson())
-        .put("admin", admin.toJson())
-        .put("journal", journal.toJson())
-        .put("metrics", metrics.toJson())
-        .put("sim", sim.toJson())
-        .put("placement", placement.toJson())
-        .put("telemetry", telemetry.toJson());
+    return FILE.toJson(this);
   }
 }

@@ -3,7 +3,6 @@ package narwhal.common.config;
 import io.vertx.core.json.JsonObject;
 
 import java.util.List;
-import java.util.Set;
 
 /**
  * Ours: how placement chooses engines (docs/operations.md#placement). {@code policy}: {@code cache_aware} (prefill by
@@ -20,30 +19,50 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
   public static final String CACHE_AWARE = "cache_aware";
   public static final String LOAD = "load";
   public static final String LEAST_RESERVED = "least_reserved";
-  static final Set<String> KEYS = Set.of("policy", "metrics_interval_s", "metrics_timeout_s", "session_header",
-      "prefix_block_chars", "prefix_blocks", "load_factor", "models_refresh_s");
+  public static final double DEFAULT_METRICS_INTERVAL_S = 1.0;
+  public static final double DEFAULT_METRICS_TIMEOUT_S = 0.5;
+  public static final String DEFAULT_SESSION_HEADER = "x-session-id";
+  /** About 64 tokens of prompt text per block. */
+  public static final int DEFAULT_PREFIX_BLOCK_CHARS = 256;
+  public static final int DEFAULT_PREFIX_BLOCKS = 8;
+  public static final double DEFAULT_LOAD_FACTOR = 1.25;
+  public static final double DEFAULT_MODELS_REFRESH_S = 30;
+
+  static final Key<PlacementConfig, String> POLICY = Key.oneOf("policy", PlacementConfig::policy, CACHE_AWARE,
+      List.of(CACHE_AWARE, LOAD, LEAST_RESERVED));
+  static final Key<PlacementConfig, Double> METRICS_INTERVAL_S = Key.number("metrics_interval_s",
+      PlacementConfig::metricsIntervalS, DEFAULT_METRICS_INTERVAL_S, v -> v >= 0.05 && v <= 3600,
+      "a number from 0.05 to 3600");
+  static final Key<PlacementConfig, Double> METRICS_TIMEOUT_S = Key.number("metrics_timeout_s",
+      PlacementConfig::metricsTimeoutS, DEFAULT_METRICS_TIMEOUT_S, v -> v >= 0.01 && v <= 60, "a number from 0.01 to 60");
+  static final Key<PlacementConfig, String> SESSION_HEADER = Key.string("session_header",
+      PlacementConfig::sessionHeader, DEFAULT_SESSION_HEADER);
+  static final Key<PlacementConfig, Integer> PREFIX_BLOCK_CHARS = Key.integer("prefix_block_chars",
+      PlacementConfig::prefixBlockChars, DEFAULT_PREFIX_BLOCK_CHARS, 16, 65_536);
+  static final Key<PlacementConfig, Integer> PREFIX_BLOCKS = Key.integer("prefix_blocks", PlacementConfig::prefixBlocks,
+      DEFAULT_PREFIX_BLOCKS, 1, 1_024);
+  static final Key<PlacementConfig, Double> LOAD_FACTOR = Key.number("load_factor", PlacementConfig::loadFactor,
+      DEFAULT_LOAD_FACTOR, v -> v >= 1 && v <= 100, "a number from 1 to 100");
+  static final Key<PlacementConfig, Double> MODELS_REFRESH_S = Key.number("models_refresh_s",
+      PlacementConfig::modelsRefreshS, DEFAULT_MODELS_REFRESH_S, v -> v >= 0.05 && v <= 86_400,
+      "a number of seconds from 0.05 to 86400");
+  static final Section<PlacementConfig> SECTION = new Section<>(POLICY, METRICS_INTERVAL_S, METRICS_TIMEOUT_S,
+      SESSION_HEADER, PREFIX_BLOCK_CHARS, PREFIX_BLOCKS, LOAD_FACTOR, MODELS_REFRESH_S);
 
   /** As before {@code models_refresh_s}: its default. */
   public PlacementConfig(String policy, double metricsIntervalS, double metricsTimeoutS, String sessionHeader,
                          int prefixBlockChars, int prefixBlocks, double loadFactor) {
-    this(policy, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor, 30);
+    this(policy, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor,
+        DEFAULT_MODELS_REFRESH_S);
   }
 
   public static PlacementConfig defaults() {
-    return new PlacementConfig(CACHE_AWARE, 1.0, 0.5, "x-session-id", 256, 8, 1.25);
+    return read(SectionReader.empty("placement", SECTION));
   }
 
   static PlacementConfig read(SectionReader r) {
-    PlacementConfig d = defaults();
-    return new PlacementConfig(
-        r.oneOf("policy", d.policy(), List.of(CACHE_AWARE, LOAD, LEAST_RESERVED)),
-        r.number("metrics_interval_s", d.metricsIntervalS(), v -> v >= 0.05 && v <= 3600, "a number from 0.05 to 3600"),
-        r.number("metrics_timeout_s", d.metricsTimeoutS(), v -> v >= 0.01 && v <= 60, "a number from 0.01 to 60"),
-        r.anyString("session_header", d.sessionHeader()),
-        r.integer("prefix_block_chars", d.prefixBlockChars(), 16, 65_536),
-        r.integer("prefix_blocks", d.prefixBlocks(), 1, 1_024),
-        r.number("load_factor", d.loadFactor(), v -> v >= 1 && v <= 100, "a number from 1 to 100"),
-        r.number("models_refresh_s", d.modelsRefreshS(), v -> v >= 0.05 && v <= 86_400, "a number of seconds from 0.05 to 86400"));
+    return new PlacementConfig(r.get(POLICY), r.get(METRICS_INTERVAL_S), r.get(METRICS_TIMEOUT_S), r.get(SESSION_HEADER),
+        r.get(PREFIX_BLOCK_CHARS), r.get(PREFIX_BLOCKS), r.get(LOAD_FACTOR), r.get(MODELS_REFRESH_S));
   }
 
   public long modelsRefreshMs() {
@@ -64,9 +83,6 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
   }
 
   public JsonObject toJson() {
-    return new JsonObject().put("policy", policy).put("metrics_interval_s", metricsIntervalS)
-        .put("metrics_timeout_s", metricsTimeoutS).put("session_header", sessionHeader)
-        .put("prefix_block_chars", prefixBlockChars).put("prefix_blocks", prefixBlocks).put("load_factor", loadFactor)
-        .put("models_refresh_s", modelsRefreshS);
+    return SECTION.toJson(this);
   }
 }

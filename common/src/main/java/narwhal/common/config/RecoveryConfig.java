@@ -1,7 +1,7 @@
 package narwhal.common.config;
 
 import io.vertx.core.json.JsonObject;
-import java.util.Set;
+import java.util.List;
 
 /**
  * The breaker's cadence (docs/operations.md#breaker-states): the streak length that triggers a verdict, the monitor tick
@@ -17,29 +17,46 @@ public record RecoveryConfig(
     double failureQuarantineS,
     RestartPolicy engineRestartPolicy) {
 
-  static final Set<String> KEYS = Set.of("eject_after", "monitor_interval_s", "readmit_every",
-      "liveness_every", "liveness_misses", "failure_quarantine_s", "engine_restart_policy");
+  public static final int DEFAULT_EJECT_AFTER = 3;
+  public static final double DEFAULT_MONITOR_INTERVAL_S = 1.0;
+  public static final int DEFAULT_READMIT_EVERY = 10;
+  public static final int DEFAULT_LIVENESS_EVERY = 10;
+  public static final int DEFAULT_LIVENESS_MISSES = 2;
+  /** No quarantine after a failed leg. */
+  public static final double DEFAULT_FAILURE_QUARANTINE_S = 0;
+
+  static final Key<RecoveryConfig, Integer> EJECT_AFTER = Key.integer("eject_after", RecoveryConfig::ejectAfter,
+      DEFAULT_EJECT_AFTER, 1, Integer.MAX_VALUE);
+  static final Key<RecoveryConfig, Double> MONITOR_INTERVAL_S = Key.positiveSeconds("monitor_interval_s",
+      RecoveryConfig::monitorIntervalS, DEFAULT_MONITOR_INTERVAL_S);
+  static final Key<RecoveryConfig, Integer> READMIT_EVERY = Key.integer("readmit_every", RecoveryConfig::readmitEvery,
+      DEFAULT_READMIT_EVERY, 1, Integer.MAX_VALUE);
+  static final Key<RecoveryConfig, Integer> LIVENESS_EVERY = Key.integer("liveness_every",
+      RecoveryConfig::livenessEvery, DEFAULT_LIVENESS_EVERY, 1, Integer.MAX_VALUE);
+  static final Key<RecoveryConfig, Integer> LIVENESS_MISSES = Key.integer("liveness_misses",
+      RecoveryConfig::livenessMisses, DEFAULT_LIVENESS_MISSES, 1, Integer.MAX_VALUE);
+  static final Key<RecoveryConfig, Double> FAILURE_QUARANTINE_S = Key.nonNegativeSeconds("failure_quarantine_s",
+      RecoveryConfig::failureQuarantineS, DEFAULT_FAILURE_QUARANTINE_S);
+  /** {@code whole_wave} needs an {@code engine_contract}: checked in {@link #read}. */
+  static final Key<RecoveryConfig, RestartPolicy> ENGINE_RESTART_POLICY = Key.choice("engine_restart_policy",
+      RecoveryConfig::engineRestartPolicy, RestartPolicy.INDIVIDUAL, List.of(RestartPolicy.values()),
+      RestartPolicy::wireName);
+
+  static final Section<RecoveryConfig> SECTION = new Section<>(EJECT_AFTER, MONITOR_INTERVAL_S, READMIT_EVERY,
+      LIVENESS_EVERY, LIVENESS_MISSES, FAILURE_QUARANTINE_S, ENGINE_RESTART_POLICY);
 
   public static RecoveryConfig defaults() {
-    return new RecoveryConfig(3, 1.0, 10, 10, 2, 0, RestartPolicy.INDIVIDUAL);
+    return read(SectionReader.empty("recovery", SECTION), false);
   }
 
   static RecoveryConfig read(SectionReader r, boolean hasEngineContract) {
-    RecoveryConfig d = defaults();
-    int ejectAfter = r.integer("eject_after", d.ejectAfter(), 1, Integer.MAX_VALUE);
-    double monitorIntervalS = r.positive("monitor_interval_s", d.monitorIntervalS());
-    int readmitEvery = r.integer("readmit_every", d.readmitEvery(), 1, Integer.MAX_VALUE);
-    int livenessEvery = r.integer("liveness_every", d.livenessEvery(), 1, Integer.MAX_VALUE);
-    int livenessMisses = r.integer("liveness_misses", d.livenessMisses(), 1, Integer.MAX_VALUE);
-    double failureQuarantineS = r.nonNegative("failure_quarantine_s", d.failureQuarantineS());
-    RestartPolicy policy = RestartPolicy.parse(r.oneOf("engine_restart_policy",
-        d.engineRestartPolicy().wireName(), RestartPolicy.WIRE_NAMES));
-    if (policy == RestartPolicy.WHOLE_WAVE && !hasEngineContract) {
-      throw r.invalid("engine_restart_policy",
+    RecoveryConfig read = new RecoveryConfig(r.get(EJECT_AFTER), r.get(MONITOR_INTERVAL_S), r.get(READMIT_EVERY),
+        r.get(LIVENESS_EVERY), r.get(LIVENESS_MISSES), r.get(FAILURE_QUARANTINE_S), r.get(ENGINE_RESTART_POLICY));
+    if (read.wholeWave() && !hasEngineContract) {
+      throw r.invalid(ENGINE_RESTART_POLICY.name(),
           "\"individual\" when engine_contract is null (\"whole_wave\" needs an engine_contract)");
     }
-    return new RecoveryConfig(ejectAfter, monitorIntervalS, readmitEvery, livenessEvery,
-        livenessMisses, failureQuarantineS, policy);
+    return read;
   }
 
   public long monitorIntervalMs() {
@@ -65,13 +82,6 @@ public record RecoveryConfig(
   }
 
   public JsonObject toJson() {
-    return new JsonObject()
-        .put("eject_after", ejectAfter)
-        .put("monitor_interval_s", Seconds.toJson(monitorIntervalS))
-        .put("readmit_every", readmitEvery)
-        .put("liveness_every", livenessEvery)
-        .put("liveness_misses", livenessMisses)
-        .put("failure_quarantine_s", Seconds.toJson(failureQuarantineS))
-        .put("engine_restart_policy", engineRestartPolicy.wireName());
+    return SECTION.toJson(this);
   }
 }

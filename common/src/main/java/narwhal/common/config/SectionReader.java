@@ -3,17 +3,19 @@ package narwhal.common.config;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
-import java.util.List;
 import java.util.Set;
 import java.util.function.Predicate;
-import java.util.stream.Collectors;
+import java.util.logging.Logger;
 
 /**
  * Reads the values of one JSON object of the fleet file (the root, a section, an engine entry),
  * applying defaults and refusing anything out of its range with a {@link ConfigException} that
- * names the full key. Keys the object does not declare are refused when the reader is made.
+ * names the full key. Keys the object does not declare are refused when the reader is made; a retired key
+ * ({@link Key#replacedBy}) is read as before and logged with what replaces it.
  */
 final class SectionReader {
+  /** Where warnings about the fleet file go (a retired key in use). */
+  static final Logger LOG = Logger.getLogger("narwhal.common.config");
 
   private final JsonObject json;
   private final String path;
@@ -28,20 +30,35 @@ final class SectionReader {
     }
   }
 
-  static SectionReader of(JsonObject json, String path, Set<String> keys) {
-    return new SectionReader(json, path, keys);
+  static SectionReader of(JsonObject json, String path, Section<?> section) {
+    return new SectionReader(json, path, section.names());
+  }
+
+  /** A reader of an empty object: every key at its default. */
+  static SectionReader empty(String path, Section<?> section) {
+    return of(new JsonObject(), path, section);
   }
 
   /** The nested object {@code name}; an absent one reads as empty so every default applies. */
-  SectionReader section(String name, Set<String> keys) {
+  SectionReader section(String name, Section<?> section) {
     if (!json.containsKey(name)) {
-      return new SectionReader(new JsonObject(), key(name), keys);
+      return new SectionReader(new JsonObject(), key(name), section.names());
     }
     Object value = json.getValue(name);
     if (!(value instanceof JsonObject)) {
       throw ConfigException.invalid(key(name), value, "an object");
     }
-    return new SectionReader((JsonObject) value, key(name), keys);
+    return new SectionReader((JsonObject) value, key(name), section.names());
+  }
+
+  /** The value of {@code key}, read and refused as the key declares. */
+  <T> T get(Key<?, T> key) {
+    T value = key.read(this);
+    if (key.retired() && has(key.name())) {
+      LOG.warning(() -> key(key.name()) + " is deprecated and will be refused in a later version: "
+          + key.replacement());
+    }
+    return value;
   }
 
   String key(String name) {
@@ -75,20 +92,6 @@ final class SectionReader {
     return (String) value;
   }
 
-  String anyString(String name, String defaultValue) {
-    return text(name, defaultValue, s -> true, "a string");
-  }
-
-  String nonEmptyString(String name, String defaultValue) {
-    return text(name, defaultValue, s -> !s.isBlank(), "a non-empty string");
-  }
-
-  String oneOf(String name, String defaultValue, List<String> options) {
-    String expectation = "one of " + options.stream().map(o -> "\"" + o + "\"")
-        .collect(Collectors.joining(", "));
-    return text(name, defaultValue, options::contains, expectation);
-  }
-
   boolean bool(String name, boolean defaultValue) {
     if (!has(name)) {
       return defaultValue;
@@ -119,14 +122,6 @@ final class SectionReader {
       throw invalid(name, expectation);
     }
     return value.longValueExact();
-  }
-
-  double positive(String name, double defaultValue) {
-    return number(name, defaultValue, v -> v > 0, "a number greater than 0");
-  }
-
-  double nonNegative(String name, double defaultValue) {
-    return number(name, defaultValue, v -> v >= 0, "a number of at least 0");
   }
 
   double number(String name, double defaultValue, Predicate<Double> valid, String expectation) {

@@ -1,7 +1,6 @@
 package narwhal.common.config;
 
 import io.vertx.core.json.JsonObject;
-import java.util.Set;
 
 /**
  * Where the router's OpenAI-compatible HTTP server listens (port 0 lets the OS pick one) and who may use it.
@@ -16,23 +15,36 @@ import java.util.Set;
 public record ServerConfig(String host, int port, int eventLoops, String apiKeyEnv, String opsTokenEnv, CorsConfig cors,
                            int healthPort) {
 
-  static final Set<String> KEYS = Set.of("host", "port", "event_loops", "api_key_env", "ops_token_env", "cors", "health_port");
   /** {@code server.health_port} unset: {@code /health} and {@code /ready} are answered on the client port only. */
   public static final int NO_HEALTH_PORT = -1;
+  public static final String DEFAULT_HOST = "0.0.0.0";
+  public static final int DEFAULT_PORT = 8000;
   static final String ENV_NAME_EXPECTATION = "\"\" or an environment variable name (letters, digits, _)";
 
+  static final Key<ServerConfig, String> HOST = Key.nonEmpty("host", ServerConfig::host, DEFAULT_HOST).readAtStart();
+  static final Key<ServerConfig, Integer> PORT = Key.integer("port", ServerConfig::port, DEFAULT_PORT, 0, 65535)
+      .readAtStart();
+  static final Key<ServerConfig, Integer> EVENT_LOOPS = Key.integer("event_loops", ServerConfig::eventLoops,
+      Runtime.getRuntime().availableProcessors(), 1, Integer.MAX_VALUE).readAtStart();
+  static final Key<ServerConfig, String> API_KEY_ENV = Key.text("api_key_env", ServerConfig::apiKeyEnv, "",
+      ServerConfig::isEnvName, ENV_NAME_EXPECTATION);
+  static final Key<ServerConfig, String> OPS_TOKEN_ENV = Key.text("ops_token_env", ServerConfig::opsTokenEnv, "",
+      ServerConfig::isEnvName, ENV_NAME_EXPECTATION);
+  static final Key<ServerConfig, CorsConfig> CORS = Key.section("cors", ServerConfig::cors, CorsConfig.SECTION,
+      CorsConfig::read);
+  static final Key<ServerConfig, Integer> HEALTH_PORT = Key.integer("health_port", ServerConfig::healthPort,
+      NO_HEALTH_PORT, NO_HEALTH_PORT, 65535).readAtStart();
+
+  static final Section<ServerConfig> SECTION = new Section<>(HOST, PORT, EVENT_LOOPS, API_KEY_ENV, OPS_TOKEN_ENV, CORS,
+      HEALTH_PORT);
+
   public static ServerConfig defaults() {
-    return new ServerConfig("0.0.0.0", 8000, Runtime.getRuntime().availableProcessors(), "", "", CorsConfig.defaults(),
-        NO_HEALTH_PORT);
+    return read(SectionReader.empty("server", SECTION));
   }
 
   static ServerConfig read(SectionReader r) {
-    ServerConfig d = defaults();
-    return new ServerConfig(r.nonEmptyString("host", d.host()), r.integer("port", d.port(), 0, 65535),
-        r.integer("event_loops", d.eventLoops(), 1, Integer.MAX_VALUE),
-        r.text("api_key_env", d.apiKeyEnv(), ServerConfig::isEnvName, ENV_NAME_EXPECTATION),
-        r.text("ops_token_env", d.opsTokenEnv(), ServerConfig::isEnvName, ENV_NAME_EXPECTATION),
-        CorsConfig.read(r.section("cors", CorsConfig.KEYS)), r.integer("health_port", d.healthPort(), NO_HEALTH_PORT, 65535));
+    return new ServerConfig(r.get(HOST), r.get(PORT), r.get(EVENT_LOOPS), r.get(API_KEY_ENV), r.get(OPS_TOKEN_ENV),
+        r.get(CORS), r.get(HEALTH_PORT));
   }
 
   static boolean isEnvName(String name) {
@@ -40,7 +52,6 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
   }
 
   public JsonObject toJson() {
-    return new JsonObject().put("host", host).put("port", port).put("event_loops", eventLoops)
-        .put("api_key_env", apiKeyEnv).put("ops_token_env", opsTokenEnv).put("cors", cors.toJson()).put("health_port", healthPort);
+    return SECTION.toJson(this);
   }
 }

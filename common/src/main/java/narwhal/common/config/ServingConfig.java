@@ -1,16 +1,15 @@
 package narwhal.common.config;
 
 import io.vertx.core.json.JsonObject;
-import java.util.Set;
 
 /**
- * Limits and retry policy for client requests: connection and body caps, the whole-request and
+ * Limits and retry policy for client requests: the in-flight request limit and body caps, the whole-request and
  * prefill-leg deadlines, retry attempts with capped exponential backoff drawn from a replenishing
  * retry budget, and the stop sequence: how long a stopping replica keeps serving after its readiness turned false
  * (so the load balancer takes it out first), then how long it waits for in-flight requests.
  */
 public record ServingConfig(
-    int maxConnections,
+    int maxInFlight,
     long maxRequestBytes,
     long maxResponseBytes,
     double requestTimeoutS,
@@ -24,42 +23,83 @@ public record ServingConfig(
     double receiveTimeoutS,
     double drainDelayS) {
 
-  static final Set<String> KEYS = Set.of("max_connections", "max_request_bytes", "max_response_bytes",
-      "request_timeout_s", "prefill_timeout_s", "max_attempts", "retry_base_s", "retry_cap_s",
-      "retry_budget", "retry_replenish", "graceful_timeout_s", "receive_timeout_s", "drain_delay_s");
+  public static final int DEFAULT_MAX_IN_FLIGHT = 768;
+  public static final long DEFAULT_MAX_REQUEST_BYTES = 4L * 1024 * 1024;
+  public static final long DEFAULT_MAX_RESPONSE_BYTES = 16L * 1024 * 1024;
+  public static final double DEFAULT_REQUEST_TIMEOUT_S = 600;
+  public static final double DEFAULT_PREFILL_TIMEOUT_S = 120;
+  /** One attempt: no retry unless the operator asks for it. */
+  public static final int DEFAULT_MAX_ATTEMPTS = 1;
+  public static final double DEFAULT_RETRY_BASE_S = 0.1;
+  public static final double DEFAULT_RETRY_CAP_S = 1.0;
+  public static final int DEFAULT_RETRY_BUDGET = 10;
+  public static final double DEFAULT_RETRY_REPLENISH = 0.1;
+  public static final double DEFAULT_GRACEFUL_TIMEOUT_S = 30;
+  public static final double DEFAULT_RECEIVE_TIMEOUT_S = 10;
+  public static final double DEFAULT_DRAIN_DELAY_S = 5;
 
-  /**
-   * {@code receive_timeout_s} (ours; default 10): how long a client may take to send a request's
-   * headers and body; a slower sender gets 408 (or, still in its headers, a closed connection).
-   * {@code drain_delay_s} (default 5, 0 = refuse at once): after SIGTERM, {@code /ready} answers 503 at once but new
-   * requests are still served this long; then they are refused with 503 {@code shutting_down}.
-   */
+  static final Key<ServingConfig, Integer> MAX_IN_FLIGHT =
+      Key.integer("max_in_flight", ServingConfig::maxInFlight, DEFAULT_MAX_IN_FLIGHT, 1, Integer.MAX_VALUE);
+  /** Before 0.1 one key set both the in-flight limit and the connections per engine. */
+  static final Key<ServingConfig, Integer> MAX_CONNECTIONS =
+      Key.integer("max_connections", ServingConfig::maxInFlight, DEFAULT_MAX_IN_FLIGHT, 1, Integer.MAX_VALUE)
+          .replacedBy("set serving.max_in_flight (the in-flight request limit) and engine.max_connections_per_engine "
+              + "(the connection pool to each engine); until then its value sets both");
+  static final Key<ServingConfig, Long> MAX_REQUEST_BYTES = Key.whole("max_request_bytes",
+      ServingConfig::maxRequestBytes, DEFAULT_MAX_REQUEST_BYTES, 1024, Long.MAX_VALUE, "an integer of at least 1024");
+  static final Key<ServingConfig, Long> MAX_RESPONSE_BYTES = Key.whole("max_response_bytes",
+      ServingConfig::maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES, 1024, Long.MAX_VALUE, "an integer of at least 1024");
+  static final Key<ServingConfig, Double> REQUEST_TIMEOUT_S =
+      Key.positiveSeconds("request_timeout_s", ServingConfig::requestTimeoutS, DEFAULT_REQUEST_TIMEOUT_S);
+  static final Key<ServingConfig, Double> PREFILL_TIMEOUT_S =
+      Key.positiveSeconds("prefill_timeout_s", ServingConfig::prefillTimeoutS, DEFAULT_PREFILL_TIMEOUT_S);
+  static final Key<ServingConfig, Integer> MAX_ATTEMPTS =
+      Key.integer("max_attempts", ServingConfig::maxAttempts, DEFAULT_MAX_ATTEMPTS, 1, 3);
+  static final Key<ServingConfig, Double> RETRY_BASE_S =
+      Key.positiveSeconds("retry_base_s", ServingConfig::retryBaseS, DEFAULT_RETRY_BASE_S);
+  /** At least {@code retry_base_s}: checked in {@link #read}, which knows that value. */
+  static final Key<ServingConfig, Double> RETRY_CAP_S =
+      Key.positiveSeconds("retry_cap_s", ServingConfig::retryCapS, DEFAULT_RETRY_CAP_S);
+  static final Key<ServingConfig, Integer> RETRY_BUDGET =
+      Key.integer("retry_budget", ServingConfig::retryBudget, DEFAULT_RETRY_BUDGET, 0, Integer.MAX_VALUE);
+  static final Key<ServingConfig, Double> RETRY_REPLENISH = Key.number("retry_replenish",
+      ServingConfig::retryReplenish, DEFAULT_RETRY_REPLENISH, v -> v >= 0 && v <= 1, "a number from 0 to 1");
+  static final Key<ServingConfig, Double> GRACEFUL_TIMEOUT_S =
+      Key.nonNegativeSeconds("graceful_timeout_s", ServingConfig::gracefulTimeoutS, DEFAULT_GRACEFUL_TIMEOUT_S);
+  /** How long a client may take to send a request's headers and body (ours); slower gets 408 or a closed connection. */
+  static final Key<ServingConfig, Double> RECEIVE_TIMEOUT_S =
+      Key.positiveSeconds("receive_timeout_s", ServingConfig::receiveTimeoutS, DEFAULT_RECEIVE_TIMEOUT_S);
+  /** After SIGTERM, how long new requests are still served while {@code /ready} answers 503 (0 = refuse at once). */
+  static final Key<ServingConfig, Double> DRAIN_DELAY_S =
+      Key.nonNegativeSeconds("drain_delay_s", ServingConfig::drainDelayS, DEFAULT_DRAIN_DELAY_S);
+
+  static final Section<ServingConfig> SECTION = new Section<>(MAX_IN_FLIGHT, MAX_CONNECTIONS, MAX_REQUEST_BYTES,
+      MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_S, PREFILL_TIMEOUT_S, MAX_ATTEMPTS, RETRY_BASE_S, RETRY_CAP_S, RETRY_BUDGET,
+      RETRY_REPLENISH, GRACEFUL_TIMEOUT_S, RECEIVE_TIMEOUT_S, DRAIN_DELAY_S);
+
   public static ServingConfig defaults() {
-    return new ServingConfig(768, 4_194_304, 16_777_216, 600, 120, 1, 0.1, 1.0, 10, 0.1, 30, 10, 5);
+    return read(SectionReader.empty("serving", SECTION), null);
   }
 
-  static ServingConfig read(SectionReader r) {
-    ServingConfig d = defaults();
-    int maxConnections = r.integer("max_connections", d.maxConnections(), 1, Integer.MAX_VALUE);
-    long maxRequestBytes = r.wholeNumber("max_request_bytes", d.maxRequestBytes(), 1024, Long.MAX_VALUE,
-        "an integer of at least 1024");
-    long maxResponseBytes = r.wholeNumber("max_response_bytes", d.maxResponseBytes(), 1024,
-        Long.MAX_VALUE, "an integer of at least 1024");
-    double requestTimeoutS = r.positive("request_timeout_s", d.requestTimeoutS());
-    double prefillTimeoutS = r.positive("prefill_timeout_s", d.prefillTimeoutS());
-    int maxAttempts = r.integer("max_attempts", d.maxAttempts(), 1, 3);
-    double retryBaseS = r.positive("retry_base_s", d.retryBaseS());
-    double retryCapS = r.number("retry_cap_s", Math.max(d.retryCapS(), retryBaseS), v -> v >= retryBaseS,
-        "a number of at least serving.retry_base_s (" + Seconds.toJson(retryBaseS) + ")");
-    int retryBudget = r.integer("retry_budget", d.retryBudget(), 0, Integer.MAX_VALUE);
-    double retryReplenish = r.number("retry_replenish", d.retryReplenish(), v -> v >= 0 && v <= 1,
-        "a number from 0 to 1");
-    double gracefulTimeoutS = r.nonNegative("graceful_timeout_s", d.gracefulTimeoutS());
-    double receiveTimeoutS = r.positive("receive_timeout_s", d.receiveTimeoutS());
-    double drainDelayS = r.nonNegative("drain_delay_s", d.drainDelayS());
-    return new ServingConfig(maxConnections, maxRequestBytes, maxResponseBytes, requestTimeoutS,
-        prefillTimeoutS, maxAttempts, retryBaseS, retryCapS, retryBudget, retryReplenish,
-        gracefulTimeoutS, receiveTimeoutS, drainDelayS);
+  /** {@code serving.max_connections} when an older file still sets it, else null. */
+  static Integer legacyMaxConnections(SectionReader r) {
+    return r.has(MAX_CONNECTIONS.name()) ? r.get(MAX_CONNECTIONS) : null;
+  }
+
+  /** {@code legacyMaxConnections}: {@link #legacyMaxConnections}, the in-flight limit unless the file sets it. */
+  static ServingConfig read(SectionReader r, Integer legacy) {
+    int maxInFlight = legacy != null && !r.has(MAX_IN_FLIGHT.name()) ? legacy : r.get(MAX_IN_FLIGHT);
+    long maxRequestBytes = r.get(MAX_REQUEST_BYTES);
+    long maxResponseBytes = r.get(MAX_RESPONSE_BYTES);
+    double requestTimeoutS = r.get(REQUEST_TIMEOUT_S);
+    double prefillTimeoutS = r.get(PREFILL_TIMEOUT_S);
+    int maxAttempts = r.get(MAX_ATTEMPTS);
+    double retryBaseS = r.get(RETRY_BASE_S);
+    double retryCapS = r.number(RETRY_CAP_S.name(), Math.max(RETRY_CAP_S.defaultValue(), retryBaseS),
+        v -> v >= retryBaseS, "a number of at least serving.retry_base_s (" + Seconds.toJson(retryBaseS) + ")");
+    return new ServingConfig(maxInFlight, maxRequestBytes, maxResponseBytes, requestTimeoutS, prefillTimeoutS,
+        maxAttempts, retryBaseS, retryCapS, r.get(RETRY_BUDGET), r.get(RETRY_REPLENISH), r.get(GRACEFUL_TIMEOUT_S),
+        r.get(RECEIVE_TIMEOUT_S), r.get(DRAIN_DELAY_S));
   }
 
   public long requestTimeoutMs() {
@@ -91,19 +131,6 @@ public record ServingConfig(
   }
 
   public JsonObject toJson() {
-    return new JsonObject()
-        .put("max_connections", maxConnections)
-        .put("max_request_bytes", maxRequestBytes)
-        .put("max_response_bytes", maxResponseBytes)
-        .put("request_timeout_s", Seconds.toJson(requestTimeoutS))
-        .put("prefill_timeout_s", Seconds.toJson(prefillTimeoutS))
-        .put("max_attempts", maxAttempts)
-        .put("retry_base_s", Seconds.toJson(retryBaseS))
-        .put("retry_cap_s", Seconds.toJson(retryCapS))
-        .put("retry_budget", retryBudget)
-        .put("retry_replenish", retryReplenish)
-        .put("graceful_timeout_s", Seconds.toJson(gracefulTimeoutS))
-        .put("receive_timeout_s", Seconds.toJson(receiveTimeoutS))
-        .put("drain_delay_s", Seconds.toJson(drainDelayS));
+    return SECTION.toJson(this);
   }
 }

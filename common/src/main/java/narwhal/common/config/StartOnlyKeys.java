@@ -9,27 +9,19 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * The fleet-file keys a replica reads only at start (docs/configuration.md marks them "no (read at start)"): a hot
- * reload that changes one of them cannot apply it, so the change is reported as waiting for a restart (log,
- * {@code /narwhal/state} {@code restart_pending}, {@code narwhal_config_restart_pending}) instead of passing as applied.
- * A key ending in {@code .} stands for every key under it.
+ * The fleet-file keys a replica reads only at start (declared {@link Key#readAtStart()}; docs/configuration.md marks
+ * them "no (read at start)"): a hot reload that changes one of them cannot apply it, so the change is reported as
+ * waiting for a restart (log, {@code /narwhal/state} {@code restart_pending}, {@code narwhal_config_restart_pending})
+ * instead of passing as applied.
  */
 public final class StartOnlyKeys {
-  public static final Set<String> KEYS = Set.of(
-      "server.host", "server.port", "server.event_loops", "server.cors.", "server.health_port",
-      "cluster.",
-      "journal.path", "journal.max_bytes", "journal.keep",
-      "metrics.vertx_http",
-      "sim.", "telemetry.");
 
   private StartOnlyKeys() {
   }
 
   public static boolean startOnly(String key) {
-    for (String k : KEYS) {
-      if (k.endsWith(".") ? key.startsWith(k) : key.equals(k)) return true;
-    }
-    return false;
+    Key<?, ?> declared = ConfigKeys.get(key);
+    return declared != null && declared.startOnly();
   }
 
   /** The start-only keys whose values differ between the two configurations, in file order. */

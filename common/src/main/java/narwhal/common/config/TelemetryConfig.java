@@ -4,7 +4,6 @@ import io.vertx.core.json.JsonObject;
 
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.util.Set;
 
 /**
  * OpenTelemetry tracing (docs/operations.md#tracing): {@code otlp_endpoint} is the OTLP/HTTP base URL spans are
@@ -15,19 +14,25 @@ import java.util.Set;
  */
 public record TelemetryConfig(String otlpEndpoint, double sampleRatio, String serviceName) {
 
-  static final Set<String> KEYS = Set.of("otlp_endpoint", "sample_ratio", "service_name");
   private static final String ENDPOINT_EXPECTATION = "\"\" (off) or an http:// or https:// URL such as http://collector:4318";
+  /** Every trace started here is kept. */
+  public static final double DEFAULT_SAMPLE_RATIO = 1.0;
+  public static final String DEFAULT_SERVICE_NAME = "narwhal";
+
+  static final Key<TelemetryConfig, String> OTLP_ENDPOINT = Key.text("otlp_endpoint", TelemetryConfig::otlpEndpoint, "",
+      TelemetryConfig::validEndpoint, ENDPOINT_EXPECTATION).readAtStart();
+  static final Key<TelemetryConfig, Double> SAMPLE_RATIO = Key.number("sample_ratio", TelemetryConfig::sampleRatio,
+      DEFAULT_SAMPLE_RATIO, v -> v >= 0 && v <= 1, "a number from 0 to 1").readAtStart();
+  static final Key<TelemetryConfig, String> SERVICE_NAME = Key.nonEmpty("service_name", TelemetryConfig::serviceName,
+      DEFAULT_SERVICE_NAME).readAtStart();
+  static final Section<TelemetryConfig> SECTION = new Section<>(OTLP_ENDPOINT, SAMPLE_RATIO, SERVICE_NAME);
 
   public static TelemetryConfig defaults() {
-    return new TelemetryConfig("", 1.0, "narwhal");
+    return read(SectionReader.empty("telemetry", SECTION));
   }
 
   static TelemetryConfig read(SectionReader r) {
-    TelemetryConfig d = defaults();
-    return new TelemetryConfig(
-        r.text("otlp_endpoint", d.otlpEndpoint(), TelemetryConfig::validEndpoint, ENDPOINT_EXPECTATION),
-        r.number("sample_ratio", d.sampleRatio(), v -> v >= 0 && v <= 1, "a number from 0 to 1"),
-        r.nonEmptyString("service_name", d.serviceName()));
+    return new TelemetryConfig(r.get(OTLP_ENDPOINT), r.get(SAMPLE_RATIO), r.get(SERVICE_NAME));
   }
 
   /** "" or an absolute http(s) URL with a host: what the OTLP/HTTP exporter can post to. */
@@ -43,6 +48,6 @@ public record TelemetryConfig(String otlpEndpoint, double sampleRatio, String se
   }
 
   public JsonObject toJson() {
-    return new JsonObject().put("otlp_endpoint", otlpEndpoint).put("sample_ratio", sampleRatio).put("service_name", serviceName);
+    return SECTION.toJson(this);
   }
 }

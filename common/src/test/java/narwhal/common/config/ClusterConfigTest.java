@@ -46,12 +46,6 @@ class ClusterConfigTest {
   }
 
   @Test
-  void enableSwitchesClusteringOnAndKeepsTheRest() {
-    ClusterConfig c = cluster("{\"name\": \"blue\", \"port\": 5901}");
-    assertEquals(new ClusterConfig(true, "blue", List.of("127.0.0.1"), 5901, "127.0.0.1"), c.enable());
-  }
-
-  @Test
   void publicHostDiscoveryAndKubernetesKeysAreValidated() {
     ClusterConfig d = cluster("{}");
     assertEquals("", d.publicHost());

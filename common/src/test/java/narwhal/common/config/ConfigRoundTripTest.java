@@ -29,6 +29,17 @@ class ConfigRoundTripTest {
   }
 
   @Test
+  void theWrittenJsonIsAFreshMutableCopy() {
+    NarwhalConfig config = NarwhalConfig.fromJson(Fleets.minimal());
+    JsonObject json = config.toJson();
+    json.getJsonArray("engines").add(new JsonObject().put("iid", "X0").put("url", "http://127.0.0.1:9"));
+    json.getJsonObject("cluster").getJsonArray("members").add("10.0.0.9");
+    json.getJsonObject("server").getJsonObject("cors").getJsonArray("allowed_origins").add("https://a.example");
+    assertEquals(2, config.toJson().getJsonArray("engines").size());
+    assertEquals(1, config.cluster().members().size());
+  }
+
+  @Test
   void defaultConfFileRoundTrips() throws IOException {
     NarwhalConfig config = NarwhalConfig.parse(Files.readString(Path.of("..", "conf", "narwhal.json")));
     assertRoundTrips(config);

@@ -37,7 +37,7 @@ class NarwhalConfigDefaultsTest {
   @Test
   void servingDefaults() {
     ServingConfig s = config.serving();
-    assertEquals(768, s.maxConnections());
+    assertEquals(768, s.maxInFlight());
     assertEquals(4_194_304L, s.maxRequestBytes());
     assertEquals(16_777_216L, s.maxResponseBytes());
     assertEquals(600.0, s.requestTimeoutS());
@@ -60,11 +60,10 @@ class NarwhalConfigDefaultsTest {
     assertEquals(2500L, e.firstTokenTimeoutMs());
     assertEquals(10_000L, e.decodeReadTimeoutMs());
     assertEquals(10_000L, e.connectTimeoutMs());
-    assertEquals(5_000L, e.poolTimeoutMs());
+    assertEquals(768, e.maxConnectionsPerEngine());
     assertEquals(5_000L, e.healthTimeoutMs());
     assertEquals(30_000L, e.kvLeaseMs());
     assertEquals("nixl", e.connector());
-    assertEquals("vllm", e.dialect());
     assertEquals("", e.engineApiKeyEnv());
   }
 
