@@ -454,7 +454,13 @@ final class RequestLifecycle implements Admission.Cuttable {
     EdgeError error = reply.failureCode() == Failures.FLEET_HOLD ? EdgeError.standby() : EdgeError.noEngine(dispatched, request.model());
     client.fail(error);
     RequestOutcome terminal = dispatched ? RequestOutcome.FAILED : RequestOutcome.REJECTED;
-    if (dispatched) ctx.metrics().failed(error.reason()); else ctx.metrics().rejected(error.reason());
+    if (dispatched) {
+      ctx.metrics().failed(error.reason());
+    } else if (reply.failureCode() == Failures.NO_ENGINE) {
+      ctx.models().of(request.model()).noEngine();
+    } else {
+      ctx.metrics().rejected(error.reason());
+    }
     finish(terminal, error.reason(), error.status(), error.type());
   }
 
