@@ -36,6 +36,9 @@ final class WholeLeg implements ClientEnd {
   /** Where a {@code /v1/responses} answer names its id: the object's first {@code id}, or the stream's first event's. */
   private static final Pattern RESPONSE_ID = Pattern.compile("\"id\"\\s*:\\s*\"(resp[^\"]*)\"");
   private static final int ID_SCAN_BYTES = 8192;
+  /** The events that end a {@code /v1/responses} stream (vLLM's {@code event:} lines); a stream that ends without one was cut. */
+  private static final Pattern RESPONSE_END = Pattern.compile("event: (response\\.completed|response\\.incomplete|response\\.failed|error)\\n");
+  private static final int END_SCAN_TAIL = 64;
 
   /**
    * The engine answered the request's own fault (a 4xx, passed to the client as is): evidence for nothing, not retried.
@@ -85,6 +88,8 @@ final class WholeLeg implements ClientEnd {
   /** The engine's answer being relayed, null before and after. */
   private HttpClientResponse open;
   private long readTimer = -1;
+  /** The last bytes of a {@code /v1/responses} stream, where its ending event is looked for; null once seen, or for another stream. */
+  private String streamTail;
 
   WholeLeg(RouterContext ctx, ResponseOwners owners, InferenceRequest request, String previousId) {
     this(ctx, owners, request, previousId, Target.post(request.endpoint()), null);
@@ -160,6 +165,7 @@ final class WholeLeg implements ClientEnd {
     Promise<Void> end = Promise.promise();
     long maxBytes = ctx.config().get().serving().maxResponseBytes();
     Buffer whole = Buffer.buffer();
+    streamTail = stream && request.endpoint().startsWith("/v1/responses") ? "" : null;
     resp.handler(chunk -> {
       if (cancelled) return;
       if (stream) {
@@ -169,6 +175,7 @@ final class WholeLeg implements ClientEnd {
           client.setStatusCode(200).setChunked(true).putHeader("content-type", type).putHeader("cache-control", "no-cache");
         }
         scan(chunk, iid);
+        watchEnd(chunk);
         outputBytes += chunk.length();
         client.write(chunk);
         if (client.writeQueueFull()) {
@@ -186,7 +193,13 @@ final class WholeLeg implements ClientEnd {
     });
     resp.exceptionHandler(err -> end.tryFail(err instanceof EngineFault ? err : new EngineFault(FaultKind.CONNECTION_RESET,
         Phase.DECODE, "engine connection failed before a complete response")));
-    resp.endHandler(v -> end.tryComplete());
+    resp.endHandler(v -> {
+      if (streamTail != null) {
+        end.tryFail(new EngineFault(FaultKind.EOF_BEFORE_DONE, Phase.DECODE, "stream ended before its response.completed event"));
+      } else {
+        end.tryComplete();
+      }
+    });
     if (stream) armReadTimer(end);
     resp.resume();
     return end.future().onComplete(ar -> {
@@ -248,6 +261,17 @@ final class WholeLeg implements ClientEnd {
       responseId = m.group(1);
       head = null;
       ownerRecorded = owners.answered(ctx.vertx(), responseId, iid);
+    }
+  }
+
+  /** Looks for the event that ends a {@code /v1/responses} stream in what arrived, across chunk boundaries. */
+  private void watchEnd(Buffer chunk) {
+    if (streamTail == null) return;
+    String text = streamTail + chunk.toString(StandardCharsets.UTF_8);
+    if (RESPONSE_END.matcher(text).find()) {
+      streamTail = null;
+    } else {
+      streamTail = text.substring(Math.max(0, text.length() - END_SCAN_TAIL));
     }
   }
 

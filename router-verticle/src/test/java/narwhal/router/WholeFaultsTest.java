@@ -114,6 +114,24 @@ class WholeFaultsTest {
   }
 
   @Test
+  void aStreamedResponseCutBeforeItsClosingEventEndsWithTheTerminalEvent() throws Exception {
+    try (RouterHarness h = faultFleet()) {
+      for (String iid : List.of("D0", "D1")) {
+        h.engine(iid).faults().add(new JsonObject().put("kind", "close_before_done").put("after", 2).put("phase", "decode"));
+      }
+      RouterHarness.Reply reply = h.post("/v1/responses", new JsonObject().put("input", "the arctic").put("max_output_tokens", 4)
+          .put("stream", true));
+      assertEquals(200, reply.status(), reply.body());
+      assertEquals(2, reply.body().lines().filter(l -> l.equals("event: response.output_text.delta")).count(), reply.body());
+      assertTrue(reply.body().contains("stream ended before its response.completed event"), reply.body());
+      JsonObject row = FailureChecks.rowFor(h, reply.requestId());
+      assertEquals("failed", row.getString("terminal"), row.encode());
+      assertEquals("eof_before_done", row.getString("reason"), row.encode());
+      FailureChecks.allReleased(h);
+    }
+  }
+
+  @Test
   void anEnginesOwnRefusalCarriesItsErrorTypeToTheJournal() throws Exception {
     try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"))) {
       RouterHarness.Reply reply = h.post("/detokenize", new JsonObject().put("tokens", "not a list"));
