@@ -39,6 +39,8 @@ final class EngineRoutes {
     router.post("/detokenize").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES)).handler(whole::detokenize);
     router.post("/v1/embeddings").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES)).handler(whole::embeddings);
     router.post("/v1/responses").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES)).handler(whole::responses);
+    router.get("/v1/responses/:response_id").handler(whole::retrieve);
+    router.post("/v1/responses/:response_id/cancel").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES)).handler(whole::cancel);
     router.get("/health").handler(ctx -> health(ctx, engine));
     router.get("/ping").handler(ctx -> health(ctx, engine));
     router.post("/ping").handler(ctx -> health(ctx, engine));

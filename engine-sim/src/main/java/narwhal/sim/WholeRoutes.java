@@ -15,7 +15,10 @@ import java.util.UUID;
  * {@link TokenizeRoute}'s ids seen so far) and {@code POST /v1/responses} (serving_responses.py, with its store on:
  * a response is kept so a later request can continue it by {@code previous_response_id}; an id this engine never
  * answered is vLLM's 404 {@code Response with id '…' not found.}), streaming ({@code event:} and {@code data:} lines,
- * no {@code [DONE]}) or not. Output is {@link Generator}'s, so the same conversation gives the same text anywhere.
+ * no {@code [DONE]}, one delta per step of the latency model) or not; {@code GET /v1/responses/{id}} and
+ * {@code POST /v1/responses/{id}/cancel} (api_router.py) answer from that store. Output is {@link Generator}'s, so
+ * the same conversation gives the same text anywhere. The engine's fault plan applies as to a decode leg
+ * (docs/simulator.md#endpoints-that-run-whole).
  */
 final class WholeRoutes {
   static final int EMBEDDING_DIMENSIONS = 8;
@@ -23,10 +26,14 @@ final class WholeRoutes {
   private static final int DEFAULT_OUTPUT_TOKENS = 16;
 
   private final SimEngine engine;
-  /** Each response's conversation text (its prompt and output), by id; the oldest dropped past the bound. */
-  private final Map<String, String> conversations = new LinkedHashMap<>(16, 0.75f, false) {
+  /** A stored response: its conversation text (prompt and output) and the response object as answered. */
+  private record Stored(String conversation, JsonObject response) {
+  }
+
+  /** Each response, by id; the oldest dropped past the bound. */
+  private final Map<String, Stored> conversations = new LinkedHashMap<>(16, 0.75f, false) {
     @Override
-    protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+    protected boolean removeEldestEntry(Map.Entry<String, Stored> eldest) {
       return size() > STORED_RESPONSES;
     }
   };
@@ -118,12 +125,12 @@ final class WholeRoutes {
       String previous = body.getValue("previous_response_id") instanceof String p ? p : null;
       String history = "";
       if (previous != null) {
+        Stored stored;
         synchronized (conversations) {
-          history = conversations.get(previous);
+          stored = conversations.get(previous);
         }
-        if (history == null) {
-          throw new ApiError(404, "Response with id '" + previous + "' not found.", "invalid_request_error", "response_id");
-        }
+        if (stored == null) throw notFound(previous);
+        history = stored.conversation();
       }
       String prompt = history + (history.isEmpty() ? "" : "\n") + input;
       int max = body.getValue("max_output_tokens") instanceof Integer m ? m : DEFAULT_OUTPUT_TOKENS;
@@ -131,35 +138,42 @@ final class WholeRoutes {
       Generator.Output out = Generator.generate(prompt, 0, temperature, max, false);
       String text = String.join("", out.tokens());
       String id = "resp_" + hex();
-      synchronized (conversations) {
-        conversations.put(id, prompt + text);
-      }
       JsonObject usage = new JsonObject().put("input_tokens", Generator.countTokens(prompt))
           .put("input_tokens_details", new JsonObject().put("cached_tokens", 0)).put("output_tokens", out.tokens().size())
           .put("output_tokens_details", new JsonObject().put("reasoning_tokens", 0))
           .put("total_tokens", Generator.countTokens(prompt) + out.tokens().size());
       String messageId = "msg_" + hex();
       JsonObject done = response(id, model, body, previous, "completed", new JsonArray().add(message(messageId, text, "completed")), usage);
+      synchronized (conversations) {
+        conversations.put(id, new Stored(prompt + text, done));
+      }
+      long[] steps = steps(ctx, Generator.countTokens(prompt), out.tokens().size());
       if (!Boolean.TRUE.equals(body.getValue("stream"))) {
-        reply(ctx, 200, done);
+        long total = 0;
+        for (long step : steps) total += step;
+        later(ctx, total, () -> reply(ctx, 200, done));
         return;
       }
-      FaultRule fault = ctx.get(FAULT);
-      int silentAfter = fault != null && fault.type() == InjectedFault.SILENCE_AFTER ? fault.intParam("after", 0) : -1;
-      stream(ctx.response(), done.copy().put("status", "in_progress").put("output", new JsonArray()).put("usage", null),
-          messageId, out, text, done, silentAfter);
+      stream(ctx, done.copy().put("status", "in_progress").put("output", new JsonArray()).put("usage", null),
+          messageId, out, text, done, steps);
     } catch (ApiError e) {
       reply(ctx, e.status, e.toJson());
     }
   }
 
   /**
-   * vLLM's stream of a text response: its event types in order, each with its {@code sequence_number}; with
-   * {@code silentAfter} ≥ 0 (a {@code silence_after} fault) nothing more is written after that many deltas, and the
-   * stream never ends.
+   * vLLM's stream of a text response: its event types in order, each with its {@code sequence_number}, delta {@code i}
+   * written {@code steps[i]} ms after the one before (the latency model's steps). Under a fault that cuts the output
+   * after {@code after} deltas: {@code silence_after} writes nothing more and leaves the stream open,
+   * {@code close_before_done} ends it without its closing events, {@code reset} closes the connection.
    */
-  private static void stream(HttpServerResponse response, JsonObject started, String messageId, Generator.Output out,
-                             String text, JsonObject done, int silentAfter) {
+  private static void stream(RoutingContext ctx, JsonObject started, String messageId, Generator.Output out, String text,
+                             JsonObject done, long[] steps) {
+    HttpServerResponse response = ctx.response();
+    FaultRule fault = ctx.get(FAULT);
+    InjectedFault kind = fault == null ? null : fault.type();
+    boolean cuts = kind == InjectedFault.SILENCE_AFTER || kind == InjectedFault.CLOSE_BEFORE_DONE || kind == InjectedFault.RESET;
+    int cutAfter = cuts ? Math.min(out.tokens().size(), fault.intParam("after", 0)) : -1;
     response.setChunked(true).putHeader("content-type", "text/event-stream; charset=utf-8");
     int[] seq = {0};
     java.util.function.BiConsumer<String, JsonObject> event = (type, data) -> response.write("event: " + type + "\ndata: "
@@ -171,17 +185,100 @@ final class WholeRoutes {
     event.accept("response.output_item.added", new JsonObject().put("output_index", 0)
         .put("item", message(messageId, null, "in_progress")));
     event.accept("response.content_part.added", at.copy().put("part", part));
-    int deltas = 0;
-    for (String token : out.tokens()) {
-      if (deltas++ == silentAfter) return;
-      event.accept("response.output_text.delta", at.copy().put("delta", token).put("logprobs", new JsonArray()));
+    Runnable finish = () -> {
+      if (kind == InjectedFault.SILENCE_AFTER) return;
+      if (kind == InjectedFault.CLOSE_BEFORE_DONE) {
+        response.end();
+        return;
+      }
+      if (kind == InjectedFault.RESET) {
+        ctx.request().connection().close();
+        return;
+      }
+      event.accept("response.output_text.done", at.copy().put("text", text).put("logprobs", new JsonArray()));
+      event.accept("response.content_part.done", at.copy().put("part", part.copy().put("text", text)));
+      event.accept("response.output_item.done", new JsonObject().put("output_index", 0).put("item", message(messageId, text, "completed")));
+      event.accept("response.completed", new JsonObject().put("response", done));
+      response.end();
+    };
+    int deltas = cuts ? cutAfter : out.tokens().size();
+    delta(ctx, 0, deltas, steps, i -> event.accept("response.output_text.delta",
+        at.copy().put("delta", out.tokens().get(i)).put("logprobs", new JsonArray())), finish);
+  }
+
+  /** Writes deltas {@code i} to {@code count - 1}, each after its step, then runs {@code then}; stops if the client left. */
+  private static void delta(RoutingContext ctx, int i, int count, long[] steps, java.util.function.IntConsumer write, Runnable then) {
+    if (ctx.response().closed()) return;
+    if (i >= count) {
+      then.run();
+      return;
     }
-    if (silentAfter >= 0) return;
-    event.accept("response.output_text.done", at.copy().put("text", text).put("logprobs", new JsonArray()));
-    event.accept("response.content_part.done", at.copy().put("part", part.copy().put("text", text)));
-    event.accept("response.output_item.done", new JsonObject().put("output_index", 0).put("item", message(messageId, text, "completed")));
-    event.accept("response.completed", new JsonObject().put("response", done));
-    response.end();
+    later(ctx, steps[i], () -> {
+      if (ctx.response().closed()) return;
+      write.accept(i);
+      delta(ctx, i + 1, count, steps, write, then);
+    });
+  }
+
+  /**
+   * The wait before each of {@code outputTokens} deltas, in ms: the latency model's prefill before the first, a decode
+   * step (of a batch of one) before each, times the engine's slowdown; a {@code slow_tokens} fault's {@code itl_ms}
+   * between deltas on top.
+   */
+  private long[] steps(RoutingContext ctx, int promptTokens, int outputTokens) {
+    SimEngineOptions o = engine.config();
+    double slow = engine.slowdown();
+    FaultRule fault = ctx.get(FAULT);
+    double slowTokens = fault != null && fault.type() == InjectedFault.SLOW_TOKENS ? fault.doubleParam("itl_ms", 0) : 0;
+    long[] steps = new long[outputTokens];
+    for (int i = 0; i < outputTokens; i++) {
+      double ms = (o.getItlMs() + o.getItlPerRunningMs()) * slow + (i == 0 ? 0 : slowTokens);
+      if (i == 0) ms += (o.getTtftBaseMs() + o.getTtftPerPromptTokenMs() * promptTokens) * slow;
+      steps[i] = Math.round(ms);
+    }
+    return steps;
+  }
+
+  private static void later(RoutingContext ctx, long ms, Runnable action) {
+    if (ms < 1) action.run(); else ctx.vertx().setTimer(ms, t -> action.run());
+  }
+
+  /** {@code GET /v1/responses/{response_id}}: the stored response as it was answered, or vLLM's 404. */
+  void retrieve(RoutingContext ctx) {
+    String id = ctx.pathParam("response_id");
+    if (!arrived(ctx, "/v1/responses/" + id, null)) return;
+    Stored stored;
+    synchronized (conversations) {
+      stored = conversations.get(id);
+    }
+    if (stored == null) {
+      reply(ctx, 404, notFound(id).toJson());
+      return;
+    }
+    reply(ctx, 200, stored.response());
+  }
+
+  /**
+   * {@code POST /v1/responses/{response_id}/cancel}: vLLM cancels only a background response still queued or in
+   * progress; the simulator runs none in the background, so a stored response gets vLLM's 400
+   * {@code Cannot cancel a synchronous response.} and an unknown one its 404.
+   */
+  void cancel(RoutingContext ctx) {
+    String id = ctx.pathParam("response_id");
+    if (!arrived(ctx, "/v1/responses/" + id + "/cancel", null)) return;
+    boolean known;
+    synchronized (conversations) {
+      known = conversations.containsKey(id);
+    }
+    if (!known) {
+      reply(ctx, 404, notFound(id).toJson());
+      return;
+    }
+    reply(ctx, 400, new ApiError(400, "Cannot cancel a synchronous response.", "invalid_request_error", null).toJson());
+  }
+
+  private static ApiError notFound(String id) {
+    return new ApiError(404, "Response with id '" + id + "' not found.", "invalid_request_error", "response_id");
   }
 
   private JsonObject response(String id, String model, JsonObject body, String previous, String status, JsonArray output,
@@ -251,28 +348,82 @@ final class WholeRoutes {
     } catch (RuntimeException e) {
       body = null;
     }
-    engine.log().record(path, ctx.request().getHeader("x-request-id"), "whole", body);
     if (body == null) {
+      engine.log().record(path, ctx.request().getHeader("x-request-id"), "whole", null);
       reply(ctx, 400, ApiError.badRequest("The request body must be a JSON object.", null).toJson());
       return null;
     }
-    // of the injected faults, these endpoints answer a status one (a decode-phase rule: they run whole, no handoff);
-    // a streamed response also goes silent on a silence_after one
-    FaultRule fault = engine.faults().take("decode", false, body.getValue("model") instanceof String m ? m : null);
-    if (fault != null && fault.type() == InjectedFault.STATUS) {
-      int status = fault.intParam("status", 500);
-      reply(ctx, status, new ApiError(status, "injected fault: HTTP " + status, null, null).toJson());
-      return null;
+    return arrived(ctx, path, body) ? body : null;
+  }
+
+  /**
+   * Logs the request (with the {@code traceparent} it carried) and takes the fault it meets, a decode-phase rule
+   * (these endpoints run whole, no handoff): one that ends the request before its answer is applied here (false: the
+   * request is answered); one that cuts the answer is left for the route, and for {@link #reply}.
+   */
+  private boolean arrived(RoutingContext ctx, String path, JsonObject body) {
+    JsonObject entry = engine.log().record(path, ctx.request().getHeader("x-request-id"), "whole", body);
+    engine.log().update(entry, "traceparent", ctx.request().getHeader("traceparent"));
+    FaultRule fault = engine.faults().take("decode", false, body != null && body.getValue("model") instanceof String m ? m : null);
+    if (fault == null) return true;
+    engine.log().update(entry, "fault", fault.kind());
+    switch (fault.type()) {
+      case STATUS -> {
+        int status = fault.intParam("status", 500);
+        reply(ctx, status, new ApiError(status, fault.stringParam("message", "injected fault: HTTP " + status),
+            fault.stringParam("type", null), null).toJson());
+        return false;
+      }
+      case QUEUE_FULL -> {
+        reply(ctx, 503, ApiError.queueFull().toJson());
+        return false;
+      }
+      case REFUSE -> {
+        engine.refuse(fault.hasParam("seconds") ? fault.doubleParam("seconds", 0) : -1);
+        ctx.request().connection().close();
+        return false;
+      }
+      case HANG_BEFORE_HEADERS -> {
+        return false;
+      }
+      case HANG_AFTER_HEADERS -> {
+        boolean stream = body != null && Boolean.TRUE.equals(body.getValue("stream"));
+        ctx.response().setStatusCode(200).setChunked(true)
+            .putHeader("content-type", stream ? "text/event-stream; charset=utf-8" : "application/json").writeHead();
+        return false;
+      }
+      case RESET -> {
+        if (fault.intParam("after", 0) == 0) {
+          ctx.request().connection().close();
+          return false;
+        }
+      }
+      default -> {
+      }
     }
-    if (fault != null) ctx.put(FAULT, fault);
-    return body;
+    ctx.put(FAULT, fault);
+    return true;
   }
 
   private static String hex() {
     return UUID.randomUUID().toString().replace("-", "");
   }
 
+  /**
+   * Answers {@code body}; a 200 under a fault that cuts the output ({@code close_before_done}, {@code reset} with
+   * {@code after}) stops after half of it and closes the connection, under {@code silence_after} it is never sent.
+   */
   private static void reply(RoutingContext ctx, int status, JsonObject body) {
+    FaultRule fault = ctx.get(FAULT);
+    InjectedFault kind = fault == null || status != 200 ? null : fault.type();
+    if (kind == InjectedFault.SILENCE_AFTER) return;
+    if (kind == InjectedFault.CLOSE_BEFORE_DONE || kind == InjectedFault.RESET) {
+      String text = body.encode();
+      ctx.response().setStatusCode(200).setChunked(true).putHeader("content-type", "application/json")
+          .write(text.substring(0, text.length() / 2));
+      ctx.request().connection().close();
+      return;
+    }
     ctx.response().setStatusCode(status).putHeader("content-type", "application/json").end(body.encode());
   }
 }

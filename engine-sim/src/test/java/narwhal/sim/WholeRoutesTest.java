@@ -67,4 +67,38 @@ class WholeRoutesTest {
     assertEquals(new JsonObject().put("message", "Response with id 'resp_x' not found.").put("type", "invalid_request_error")
         .put("param", "response_id").put("code", 404), unknown.json().getJsonObject("error"));
   }
+
+  @Test
+  void aStoredResponseIsReadAndACancelOfASynchronousOneIsVllmsRefusal() {
+    JsonObject created = http.post(engine, "/v1/responses", new JsonObject().put("input", "keep").put("max_output_tokens", 3)).json();
+    String id = created.getString("id");
+    SimClient.Reply read = http.get(engine, "/v1/responses/" + id);
+    assertEquals(200, read.status);
+    assertEquals(created, read.json());
+    SimClient.Reply cancel = http.post(engine, "/v1/responses/" + id + "/cancel", (JsonObject) null);
+    assertEquals(400, cancel.status);
+    assertEquals("Cannot cancel a synchronous response.", cancel.json().getJsonObject("error").getString("message"));
+    assertEquals("invalid_request_error", cancel.json().getJsonObject("error").getString("type"));
+    assertEquals(404, http.get(engine, "/v1/responses/resp_x").status);
+    assertEquals(404, http.post(engine, "/v1/responses/resp_x/cancel", (JsonObject) null).status);
+  }
+
+  @Test
+  void faultRulesApplyAsToADecode() {
+    engine.faults().add(new JsonObject().put("kind", "close_before_done").put("after", 1).put("phase", "decode"));
+    SimClient.Reply cut = http.post(engine, "/v1/responses", new JsonObject().put("input", "x y").put("max_output_tokens", 4)
+        .put("stream", true));
+    assertEquals(200, cut.status);
+    assertEquals(1, cut.text.lines().filter(l -> l.equals("event: response.output_text.delta")).count(), cut.text);
+    assertTrue(!cut.text.contains("response.completed"), cut.text);
+
+    engine.faults().add(new JsonObject().put("kind", "reset").put("phase", "decode"));
+    SimClient.Reply reset = http.post(engine, "/v1/embeddings", new JsonObject().put("input", "x"));
+    assertEquals(0, reset.status, "the connection closed before any answer");
+
+    engine.faults().add(new JsonObject().put("kind", "queue_full").put("phase", "decode"));
+    assertEquals(503, http.post(engine, "/detokenize", new JsonObject().put("tokens", new JsonArray().add(1))).status);
+    assertEquals("close_before_done", engine.requests().get(0).getString("fault"));
+    assertEquals(200, http.post(engine, "/v1/embeddings", new JsonObject().put("input", "x")).status, "the rules are spent");
+  }
 }

@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
  * The per-model series of docs/metrics.md: tokens served by kind (as the engine's usage reports them) and the latency
  * histograms operators expect of an LLM server (inter-token latency, time per output token, end to end) and of a
  * disaggregated one (the prefill leg, the handoff's age at decode dispatch, the decode leg's first token), each with
- * fixed buckets suited to its range. The model label is bounded: every configured model's series exist (at zero) from
+ * fixed buckets suited to its range, and the requests refused because no engine of the model could take a phase. The model label is bounded: every configured model's series exist (at zero) from
  * start and from the reload that adds it; an adapter's once placement has accepted a request for it (an engine lists
  * it); a name a client made up never becomes a label.
  */
@@ -63,8 +63,10 @@ final class ModelMetrics {
     private final Timer prefillLeg;
     private final Timer handoffAge;
     private final Timer decodeFirstToken;
+    private final Counter noEngine;
 
     Model(String model) {
+      noEngine = RouterMetrics.rejectedCounter(registry, "no_engine", model);
       promptTokens = tokens(model, PROMPT);
       completionTokens = tokens(model, COMPLETION);
       cachedTokens = tokens(model, CACHED);
@@ -99,6 +101,8 @@ final class ModelMetrics {
       }
     }
 
+    /** A request for this model refused before any leg: no serving engine of it could take a phase. */
+    void noEngine() { noEngine.increment(); }
     void interToken(long nanos) { interToken.record(nanos, TimeUnit.NANOSECONDS); }
     void perOutputToken(long nanos) { perOutputToken.record(nanos, TimeUnit.NANOSECONDS); }
     void e2e(long nanos) { e2e.record(nanos, TimeUnit.NANOSECONDS); }

@@ -197,10 +197,9 @@ final class RequestLifecycle implements Admission.Cuttable {
       if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
       ctx.metrics().decodeAttempt();
       String requestId = request.rid() + "-a" + a.number + "-whole";
-      trace.whole(consumer.iid(), requestId);
+      java.util.Map<String, String> headers = trace.whole(consumer.iid(), requestId);
       long headersMs = request.stream() ? cfg.engine().firstTokenTimeoutMs() : Math.max(1, remainingMs());
-      return trace.decodeEnd(ctx.engines().whole(consumer.url(), request.endpoint(), request.body().toBuffer(), requestId,
-              headersMs, cancelLegs.future())
+      return trace.decodeEnd(whole.send(consumer, requestId, headers, headersMs, cancelLegs.future())
           .compose(resp -> whole.relay(resp, consumer.iid(), () -> firstOutput(a, System.nanoTime())))
           .onComplete(ar -> release(consumer)));
     });
@@ -407,7 +406,7 @@ final class RequestLifecycle implements Admission.Cuttable {
       ctx.controlBus().unlist(a.consumer.iid(), request.model());
     }
     ctx.metrics().invalid();
-    finish(RequestOutcome.INVALID, FaultKind.ENGINE_REJECTED.reason(), refused.status, null);
+    finish(RequestOutcome.INVALID, FaultKind.ENGINE_REJECTED.reason(), refused.status, refused.type);
   }
 
   /**
@@ -455,7 +454,13 @@ final class RequestLifecycle implements Admission.Cuttable {
     EdgeError error = reply.failureCode() == Failures.FLEET_HOLD ? EdgeError.standby() : EdgeError.noEngine(dispatched, request.model());
     client.fail(error);
     RequestOutcome terminal = dispatched ? RequestOutcome.FAILED : RequestOutcome.REJECTED;
-    if (dispatched) ctx.metrics().failed(error.reason()); else ctx.metrics().rejected(error.reason());
+    if (dispatched) {
+      ctx.metrics().failed(error.reason());
+    } else if (reply.failureCode() == Failures.NO_ENGINE) {
+      ctx.models().of(request.model()).noEngine();
+    } else {
+      ctx.metrics().rejected(error.reason());
+    }
     finish(terminal, error.reason(), error.status(), error.type());
   }
 

@@ -97,6 +97,9 @@ final class RouterInstance extends VerticleBase {
       if (!path.startsWith("/v1/")) router.post(path).handler(receive::declaredSize);
       router.post(path).handler(body).handler(receive::framed).handler(new WholeHandler(ctx, replica.responseOwners(), path));
     }
+    router.get("/v1/responses/:response_id").handler(WholeHandler.stored(ctx, replica.responseOwners(), false));
+    router.post("/v1/responses/:response_id/cancel").handler(body).handler(receive::framed)
+        .handler(WholeHandler.stored(ctx, replica.responseOwners(), true));
     router.get("/v1/models").handler(new ModelsRoute(ctx.controlBus()));
     router.get("/health").handler(rc -> ReadinessAnswer.health(rc.response()));
     router.get("/ready").handler(rc -> replica.readiness().ready(rc.response()));

@@ -27,7 +27,8 @@ import java.util.stream.Collectors;
  */
 final class RouterMetrics {
   private static final List<String> EXPIRY_REASONS = List.of("request_deadline", FaultKind.HANDOFF_EXPIRED.reason());
-  private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "no_engine", "fleet_hold", "shutting_down");
+  /** Refusals before a model is known: their {@code model} label is empty; {@code no_engine} is per model ({@link ModelMetrics}). */
+  private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "fleet_hold", "shutting_down");
 
   private final MeterRegistry registry;
   private final Counter offered;
@@ -144,8 +145,16 @@ final class RouterMetrics {
   }
 
   private Counter rejectedCounter(String reason) {
-    return cached(rejected, reason, r -> Counter.builder("narwhal.rejected").description("requests rejected at admission, by reason")
-        .tag("reason", r).register(registry));
+    return cached(rejected, reason, r -> rejectedCounter(registry, r, ""));
+  }
+
+  /**
+   * {@code narwhal_rejected_total{reason, model}}: {@code model} is the model a {@code no_engine} refusal named (bounded as
+   * the per-model series are), empty for a refusal before the request's model is known.
+   */
+  static Counter rejectedCounter(MeterRegistry registry, String reason, String model) {
+    return Counter.builder("narwhal.rejected").description("requests rejected at admission, by reason and model")
+        .tags("reason", reason, "model", model).register(registry);
   }
 
   private Counter attemptFailures(String phase, String reason) {

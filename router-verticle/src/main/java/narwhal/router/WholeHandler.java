@@ -1,6 +1,7 @@
 package narwhal.router;
 
 import io.vertx.core.Handler;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import narwhal.common.config.NarwhalConfig;
@@ -14,7 +15,8 @@ import java.util.List;
  * {@code /detokenize}, {@code /v1/responses}; docs/operations.md#several-models): parses the body (a JSON object whose
  * {@code model} and {@code previous_response_id}, when present, are strings), enforces the replica's {@link Admission}
  * as the inference endpoints do ({@link EdgeRefusal#admitted}), then hands the request to its {@link RequestLifecycle}
- * with a {@link WholeLeg}.
+ * with a {@link WholeLeg}. {@link #stored} serves what vLLM serves of its response store, {@code GET /v1/responses/{id}}
+ * and {@code POST /v1/responses/{id}/cancel}, from the engine that answered the response.
  */
 final class WholeHandler implements Handler<RoutingContext> {
   static final List<String> ENDPOINTS = List.of("/v1/embeddings", "/tokenize", "/detokenize", "/v1/responses");
@@ -35,8 +37,8 @@ final class WholeHandler implements Handler<RoutingContext> {
     JsonObject body = InferenceHandler.received(ctx, rc);
     if (body == null) return;
     Object model = body.getValue("model");
-    if (model != null && !(model instanceof String)) {
-      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("model: expected a string", "model"), RequestOutcome.INVALID);
+    if (model != null && !(model instanceof String m && !m.isEmpty())) {
+      EdgeRefusal.refuse(ctx, rc, EdgeError.invalid("model: expected a non-empty string", "model"), RequestOutcome.INVALID);
       return;
     }
     Object previous = body.getValue("previous_response_id");
@@ -58,6 +60,46 @@ final class WholeHandler implements Handler<RoutingContext> {
             body.getValue("max_output_tokens")));
     new RequestLifecycle(ctx, request, new WholeLeg(ctx, owners, request, (String) previous), ctx.admission()::finished, trace)
         .start();
+  }
+
+  /**
+   * {@code GET /v1/responses/{response_id}} ({@code cancel} false; its query, {@code stream} and {@code starting_after},
+   * passed on) or {@code POST /v1/responses/{response_id}/cancel}: sent, without a body, to the engine that answered the
+   * response ({@link ResponseOwners}), never elsewhere; vLLM's 404 when no engine of the fleet is known to have answered
+   * it, or its engine is gone. A leg of the request's {@link RequestLifecycle} as any whole request (admission,
+   * deadline, breaker evidence, journal row); its answer's {@code usage} is not counted again.
+   */
+  static Handler<RoutingContext> stored(RouterContext ctx, ResponseOwners owners, boolean cancel) {
+    return rc -> {
+      ctx.metrics().offered();
+      ReceiveGuard.received(ctx, rc);
+      String id = rc.pathParam("response_id");
+      owners.owner(ctx.vertx(), id).onComplete(ar -> {
+        NarwhalConfig cfg = ctx.config().get();
+        String owner = ar.succeeded() ? ar.result() : null;
+        String model = owner == null ? null : BaseModels.of(cfg, owner);
+        if (model == null) {
+          EdgeRefusal.refuse(ctx, rc, EdgeError.responseNotFound(id), RequestOutcome.INVALID);
+          return;
+        }
+        if (!EdgeRefusal.admitted(ctx, rc)) return;
+        String rid = rc.get(RequestKeys.RID);
+        String clientRid = rc.request().getHeader("x-request-id");
+        long arrivedNanos = rc.get(RequestKeys.ARRIVED_NANOS);
+        String path = rc.request().path();
+        boolean stream = !cancel && "true".equalsIgnoreCase(rc.request().getParam("stream"));
+        String query = rc.request().query();
+        WholeLeg.Target target = new WholeLeg.Target(cancel ? HttpMethod.POST : HttpMethod.GET,
+            query == null || cancel ? path : path + "?" + query, false);
+        InferenceRequest request = new InferenceRequest(rid, clientRid, path, false, new JsonObject(), stream, rc.response(),
+            rc.get(RequestKeys.ARRIVED), arrivedNanos, null, model);
+        RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
+            new RequestTrace.Start(cancel ? "cancel_response" : "retrieve_response", model, rid, clientRid, path, stream,
+                arrivedNanos, null));
+        new RequestLifecycle(ctx, request, new WholeLeg(ctx, owners, request, id, target, owner), ctx.admission()::finished, trace)
+            .start();
+      });
+    };
   }
 
   /** The request span's {@code gen_ai.operation.name}: the OpenTelemetry name where there is one, else the path's. */

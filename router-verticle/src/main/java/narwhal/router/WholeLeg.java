@@ -4,8 +4,10 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientResponse;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.Reservation;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.common.fault.EngineFault;
@@ -15,6 +17,7 @@ import narwhal.engines.client.DecodeEnd;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -33,19 +36,35 @@ final class WholeLeg implements ClientEnd {
   /** Where a {@code /v1/responses} answer names its id: the object's first {@code id}, or the stream's first event's. */
   private static final Pattern RESPONSE_ID = Pattern.compile("\"id\"\\s*:\\s*\"(resp[^\"]*)\"");
   private static final int ID_SCAN_BYTES = 8192;
+  /** The events that end a {@code /v1/responses} stream (vLLM's {@code event:} lines); a stream that ends without one was cut. */
+  private static final Pattern RESPONSE_END = Pattern.compile("event: (response\\.completed|response\\.incomplete|response\\.failed|error)\\n");
+  private static final int END_SCAN_TAIL = 64;
 
   /**
    * The engine answered the request's own fault (a 4xx, passed to the client as is): evidence for nothing, not retried.
-   * {@code modelMissing}: vLLM's 404 for a model it does not serve.
+   * {@code modelMissing}: vLLM's 404 for a model it does not serve; {@code type}: the engine's error type, for the
+   * journal ({@code invalid_request_error} when its answer carried none).
    */
   static final class EngineRefused extends RuntimeException {
     final int status;
     final boolean modelMissing;
+    final String type;
 
-    EngineRefused(int status, boolean modelMissing) {
+    EngineRefused(int status, boolean modelMissing, String type) {
       super("engine answered HTTP " + status, null, false, false);
       this.status = status;
       this.modelMissing = modelMissing;
+      this.type = type;
+    }
+  }
+
+  /**
+   * What the leg asks its engine: {@code method} on {@code path} (with the client's query), with the client's body
+   * or none ({@code GET /v1/responses/{id}}, {@code POST /v1/responses/{id}/cancel}).
+   */
+  record Target(HttpMethod method, String path, boolean sendsBody) {
+    static Target post(String endpoint) {
+      return new Target(HttpMethod.POST, endpoint, true);
     }
   }
 
@@ -53,9 +72,12 @@ final class WholeLeg implements ClientEnd {
   private final ResponseOwners owners;
   private final InferenceRequest request;
   private final String previousId;
+  private final Target target;
   private final HttpServerResponse client;
   /** The engine that answered {@link #previousId}, null when the request names none. */
   private String pinned;
+  /** The engine of {@link #previousId} when the edge already looked it up, else null. */
+  private final String knownOwner;
   private boolean committed;
   private boolean cancelled;
   private long outputBytes;
@@ -66,13 +88,32 @@ final class WholeLeg implements ClientEnd {
   /** The engine's answer being relayed, null before and after. */
   private HttpClientResponse open;
   private long readTimer = -1;
+  /** The last bytes of a {@code /v1/responses} stream, where its ending event is looked for; null once seen, or for another stream. */
+  private String streamTail;
 
   WholeLeg(RouterContext ctx, ResponseOwners owners, InferenceRequest request, String previousId) {
+    this(ctx, owners, request, previousId, Target.post(request.endpoint()), null);
+  }
+
+  /**
+   * A leg about stored response {@code responseId}, which engine {@code owner} answered: {@code target} goes there
+   * alone, and gets vLLM's 404 when that engine cannot be placed.
+   */
+  WholeLeg(RouterContext ctx, ResponseOwners owners, InferenceRequest request, String responseId, Target target, String owner) {
     this.ctx = ctx;
     this.owners = owners;
     this.request = request;
-    this.previousId = previousId;
+    this.previousId = responseId;
+    this.target = target;
+    this.knownOwner = owner;
     this.client = request.response();
+  }
+
+  /** Sends the leg to engine {@code consumer} with the trace-context {@code headers} of its span. */
+  Future<HttpClientResponse> send(Reservation consumer, String requestId, Map<String, String> headers, long headersTimeoutMs,
+                                  Future<?> cancel) {
+    return ctx.engines().whole(target.method(), consumer.url(), target.path(), target.sendsBody() ? request.body().toBuffer() : null,
+        requestId, headers, headersTimeoutMs, cancel);
   }
 
   /**
@@ -81,6 +122,10 @@ final class WholeLeg implements ClientEnd {
    */
   Future<Optional<EdgeError>> pin() {
     if (previousId == null) return Future.succeededFuture(Optional.empty());
+    if (knownOwner != null) {
+      pinned = knownOwner;
+      return Future.succeededFuture(Optional.empty());
+    }
     return owners.owner(ctx.vertx(), previousId).map(iid -> {
       pinned = iid;
       return iid == null ? Optional.of(EdgeError.responseNotFound(previousId)) : Optional.empty();
@@ -120,6 +165,7 @@ final class WholeLeg implements ClientEnd {
     Promise<Void> end = Promise.promise();
     long maxBytes = ctx.config().get().serving().maxResponseBytes();
     Buffer whole = Buffer.buffer();
+    streamTail = stream && request.endpoint().startsWith("/v1/responses") ? "" : null;
     resp.handler(chunk -> {
       if (cancelled) return;
       if (stream) {
@@ -129,6 +175,7 @@ final class WholeLeg implements ClientEnd {
           client.setStatusCode(200).setChunked(true).putHeader("content-type", type).putHeader("cache-control", "no-cache");
         }
         scan(chunk, iid);
+        watchEnd(chunk);
         outputBytes += chunk.length();
         client.write(chunk);
         if (client.writeQueueFull()) {
@@ -137,7 +184,8 @@ final class WholeLeg implements ClientEnd {
         }
         armReadTimer(end);
       } else if (whole.length() + chunk.length() > maxBytes) {
-        end.tryFail(new EngineFault(FaultKind.RESPONSE_TOO_LARGE, Phase.DECODE, "engine response larger than " + maxBytes + " bytes"));
+        end.tryFail(new EngineFault(FaultKind.ANSWER_TOO_LARGE, Phase.DECODE, "the engine's answer is larger than " + maxBytes
+            + " bytes (serving.max_response_bytes): ask for less in one request"));
         resp.request().reset();
       } else {
         whole.appendBuffer(chunk);
@@ -145,7 +193,13 @@ final class WholeLeg implements ClientEnd {
     });
     resp.exceptionHandler(err -> end.tryFail(err instanceof EngineFault ? err : new EngineFault(FaultKind.CONNECTION_RESET,
         Phase.DECODE, "engine connection failed before a complete response")));
-    resp.endHandler(v -> end.tryComplete());
+    resp.endHandler(v -> {
+      if (streamTail != null) {
+        end.tryFail(new EngineFault(FaultKind.EOF_BEFORE_DONE, Phase.DECODE, "stream ended before its response.completed event"));
+      } else {
+        end.tryComplete();
+      }
+    });
     if (stream) armReadTimer(end);
     resp.resume();
     return end.future().onComplete(ar -> {
@@ -169,8 +223,12 @@ final class WholeLeg implements ClientEnd {
     String type = resp.getHeader("content-type");
     client.setStatusCode(resp.statusCode()).putHeader("content-type", type == null ? "application/json" : type);
     ownerRecorded.onComplete(x -> client.end(body));
-    if (resp.statusCode() != 200) return Future.failedFuture(new EngineRefused(resp.statusCode(), modelMissing(resp.statusCode(), json)));
-    return Future.succeededFuture(new DecodeEnd(null, json != null && json.getValue("usage") instanceof JsonObject u ? usage(u) : null, 0));
+    if (resp.statusCode() != 200) {
+      return Future.failedFuture(new EngineRefused(resp.statusCode(), modelMissing(resp.statusCode(), json), errorType(json)));
+    }
+    boolean generated = target.sendsBody();
+    return Future.succeededFuture(new DecodeEnd(null, generated && json != null && json.getValue("usage") instanceof JsonObject u
+        ? usage(u) : null, 0));
   }
 
   /** vLLM's 404 for a model it does not serve, classified as every engine answer is ({@link EngineFault#ofStatus}). */
@@ -178,6 +236,12 @@ final class WholeLeg implements ClientEnd {
     if (status != 404 || body == null) return false;
     Object message = body.getValue("error") instanceof JsonObject error ? error.getValue("message") : body.getValue("message");
     return message instanceof String text && EngineFault.ofStatus(Phase.DECODE, status, text).kind() == FaultKind.ENGINE_MODEL_MISSING;
+  }
+
+  /** The type of the engine's error object (vLLM's nested shape or its flat one), else {@code invalid_request_error}. */
+  private static String errorType(JsonObject body) {
+    JsonObject error = body == null ? null : body.getValue("error") instanceof JsonObject e ? e : body;
+    return error != null && error.getValue("type") instanceof String type && !type.isEmpty() ? type : "invalid_request_error";
   }
 
   private static JsonObject usage(JsonObject usage) {
@@ -197,6 +261,17 @@ final class WholeLeg implements ClientEnd {
       responseId = m.group(1);
       head = null;
       ownerRecorded = owners.answered(ctx.vertx(), responseId, iid);
+    }
+  }
+
+  /** Looks for the event that ends a {@code /v1/responses} stream in what arrived, across chunk boundaries. */
+  private void watchEnd(Buffer chunk) {
+    if (streamTail == null) return;
+    String text = streamTail + chunk.toString(StandardCharsets.UTF_8);
+    if (RESPONSE_END.matcher(text).find()) {
+      streamTail = null;
+    } else {
+      streamTail = text.substring(Math.max(0, text.length() - END_SCAN_TAIL));
     }
   }
 

@@ -111,7 +111,7 @@ class ApiKeyTest {
       assertEquals(200, h.get(path, Map.of("authorization", "Bearer " + OPS)).status(), path);
     }
     assertTrue(h.get("/metrics", Map.of("authorization", "Bearer " + OPS)).body()
-        .contains("narwhal_rejected_total{reason=\"invalid_api_key\"}"));
+        .contains("narwhal_rejected_total{model=\"\",reason=\"invalid_api_key\"}"));
   }
 
   @Test

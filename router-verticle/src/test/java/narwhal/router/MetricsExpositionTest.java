@@ -12,7 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class MetricsExpositionTest {
   static final List<String> CONTRACT_SERIES = List.of(
       "narwhal_offered_total ", "narwhal_served_total ", "narwhal_failed_total{reason=\"stream_error\"}",
-      "narwhal_expired_total{reason=\"request_deadline\"}", "narwhal_cancelled_total ", "narwhal_rejected_total{reason=\"in_flight_limit\"}",
+      "narwhal_expired_total{reason=\"request_deadline\"}", "narwhal_cancelled_total ", "narwhal_rejected_total{model=\"\",reason=\"in_flight_limit\"}",
       "narwhal_invalid_requests_total ", "narwhal_prefill_attempts_total ", "narwhal_decode_attempts_total ",
       "narwhal_retry_attempts_total ", "narwhal_attempt_failures_total{phase=\"decode\",reason=\"first_token_timeout\"}",
       "narwhal_served_after_retry_total ", "narwhal_retry_credits ", "narwhal_retry_denied_total ",

@@ -132,6 +132,18 @@ class SeveralModelsTest {
   }
 
   @Test
+  void aRefusalForWantOfAnEngineIsCountedUnderItsModel() {
+    String metrics = h.get("/metrics").body();
+    assertTrue(metrics.contains("narwhal_rejected_total{model=\"" + MODEL_B + "\",reason=\"no_engine\"} 0.0"), "at zero from start");
+    h.admin("eject", new JsonObject().put("iid", "DB0").put("force", true));
+    assertEquals(503, h.post("/v1/completions", completion(MODEL_B, false)).status());
+    metrics = h.get("/metrics").body();
+    assertTrue(metrics.contains("narwhal_rejected_total{model=\"" + MODEL_B + "\",reason=\"no_engine\"} 1.0"), metrics);
+    assertTrue(metrics.contains("narwhal_rejected_total{model=\"" + RouterHarness.MODEL + "\",reason=\"no_engine\"} 0.0"), metrics);
+    assertFalse(metrics.contains("narwhal_rejected_total{model=\"\",reason=\"no_engine\"}"), "every no_engine refusal names its model");
+  }
+
+  @Test
   void theLastDecodeEngineOfAModelIsKeptForItsModelAlone() {
     Object refused = h.admin("eject", new JsonObject().put("iid", "DB0"), RouterHarness.ADMIN_TOKEN);
     assertEquals("eject DB0 refused: it is the last serving engine of model " + MODEL_B + " that can take the decode phase, "

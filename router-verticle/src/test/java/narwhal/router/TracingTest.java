@@ -237,6 +237,8 @@ class TracingTest {
     assertEquals(Span.SpanKind.SPAN_KIND_CLIENT, leg.span().getKind());
     assertEquals("D0", leg.attribute("narwhal.engine"));
     assertEquals(rid + "-a1-whole", leg.attribute("narwhal.engine.request_id"));
+    assertEquals("00-" + trace + "-" + leg.spanId() + "-01", engineEntry(rid + "-a1-whole").getString("traceparent"),
+        "the engine's own spans join the trace under the leg's span");
   }
 
   @Test

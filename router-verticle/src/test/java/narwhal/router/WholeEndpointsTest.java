@@ -155,6 +155,48 @@ class WholeEndpointsTest {
   }
 
   @Test
+  void aStoredResponseIsReadAndCancelledOnTheEngineThatAnsweredIt() throws Exception {
+    RouterHarness.Reply answer = h.post("/v1/responses", new JsonObject().put("model", RouterHarness.MODEL).put("input", "keep me")
+        .put("max_output_tokens", 4));
+    assertEquals(200, answer.status(), answer.body());
+    String id = answer.json().getString("id");
+    String owner = engineOf("/v1/responses");
+    for (int i = 0; i < 3; i++) {
+      RouterHarness.Reply read = h.get("/v1/responses/" + id);
+      assertEquals(200, read.status(), read.body());
+      assertEquals(answer.json(), read.json(), "the stored response, as the engine answered it");
+    }
+    assertEquals(3, h.engine(owner).requests().stream().filter(r -> ("/v1/responses/" + id).equals(r.getString("path"))).count(),
+        "every read went to the engine that answered it");
+    JsonObject row = h.journalRow(h.get("/v1/responses/" + id).requestId());
+    assertEquals("completed", row.getString("terminal"), row.encode());
+    assertEquals(owner, row.getString("decode_iid"), row.encode());
+    assertEquals("/v1/responses/" + id, row.getString("endpoint"), row.encode());
+
+    RouterHarness.Reply cancel = h.request(io.vertx.core.http.HttpMethod.POST, "/v1/responses/" + id + "/cancel", null, java.util.Map.of());
+    assertEquals(400, cancel.status(), "vLLM cancels only a background response: " + cancel.body());
+    assertEquals("Cannot cancel a synchronous response.", cancel.error().getString("message"));
+    assertTrue(h.engine(owner).requests().stream().anyMatch(r -> ("/v1/responses/" + id + "/cancel").equals(r.getString("path"))));
+
+    for (String path : List.of("/v1/responses/resp_unknown", "/v1/responses/resp_unknown/cancel")) {
+      RouterHarness.Reply unknown = path.endsWith("/cancel")
+          ? h.request(io.vertx.core.http.HttpMethod.POST, path, null, java.util.Map.of()) : h.get(path);
+      assertEquals(404, unknown.status(), unknown.body());
+      assertEquals("Response with id 'resp_unknown' not found.", unknown.error().getString("message"));
+    }
+
+    h.admin("eject", new JsonObject().put("iid", owner));
+    h.placementSettled();
+    try {
+      RouterHarness.Reply gone = h.get("/v1/responses/" + id);
+      assertEquals(404, gone.status(), "its engine is out of service: " + gone.body());
+      assertEquals("Response with id '" + id + "' not found.", gone.error().getString("message"));
+    } finally {
+      h.admin("readmit", new JsonObject().put("iid", owner));
+    }
+  }
+
+  @Test
   void aTransientEngineFaultBeforeTheFirstByteIsRetriedOnAnotherEngineAndCounted() throws Exception {
     for (String iid : List.of("D0", "D1")) {
       h.engine(iid).faults().add(new JsonObject().put("kind", "status").put("status", 503).put("phase", "decode").put("count", 1));

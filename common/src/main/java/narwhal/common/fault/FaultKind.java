@@ -22,6 +22,11 @@ public enum FaultKind {
   ENGINE_MODEL_MISSING(502, true, FailureClass.MODEL, false, "engine_model_missing"),
   BAD_RESPONSE(502, false, FailureClass.INFERENCE_STATUS, true, "bad_response"),
   RESPONSE_TOO_LARGE(502, false, FailureClass.INFERENCE_STATUS, true, "response_too_large"),
+  /**
+   * The answer of a request an engine runs whole ({@code /tokenize} of a huge prompt, …) is larger than the router
+   * reads: what the client asked for, not the engine's fault, so no evidence against it and not retried.
+   */
+  ANSWER_TOO_LARGE(502, false, null, false, "response_too_large"),
   INVALID_DESCRIPTOR(502, false, FailureClass.KV_HANDOFF, true, "invalid_descriptor"),
   HANDOFF_EXPIRED(504, true, null, false, "handoff_expired"),
   FIRST_TOKEN_TIMEOUT(504, true, FailureClass.STREAM, true, "first_token_timeout"),

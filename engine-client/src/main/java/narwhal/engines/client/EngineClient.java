@@ -156,6 +156,16 @@ public final class EngineClient {
    */
   public Future<HttpClientResponse> whole(String baseUrl, String endpoint, Buffer body, String requestId, long headersTimeoutMs,
                                           Future<?> cancel) {
+    return whole(HttpMethod.POST, baseUrl, endpoint, body, requestId, java.util.Map.of(), headersTimeoutMs, cancel);
+  }
+
+  /**
+   * As above, with {@code method} ({@code GET} for reading a stored response, its {@code body} null) and the extra
+   * {@code headers} the leg must carry (the W3C {@code traceparent}/{@code tracestate} that let the engine's own spans
+   * join the request's trace, as the disaggregated legs send them).
+   */
+  public Future<HttpClientResponse> whole(HttpMethod method, String baseUrl, String endpoint, Buffer body, String requestId,
+                                          java.util.Map<String, String> headers, long headersTimeoutMs, Future<?> cancel) {
     return onContext(() -> {
       Promise<HttpClientResponse> result = Promise.promise();
       cancel.onComplete(v -> {
@@ -163,10 +173,12 @@ public final class EngineClient {
       });
       long timer = vertx.setTimer(Math.max(1, headersTimeoutMs), t -> result.tryFail(new EngineFault(FaultKind.FIRST_TOKEN_TIMEOUT,
           Phase.DECODE, "no answer within " + SecondsText.of(headersTimeoutMs) + "s")));
-      http.request(post(baseUrl, endpoint, requestId))
+      RequestOptions options = post(baseUrl, endpoint, requestId, headers).setMethod(method);
+      if (body == null) options.removeHeader("content-type");
+      http.request(options)
           .compose(req -> {
             result.future().onFailure(err -> req.reset());
-            return req.send(body);
+            return body == null ? req.send() : req.send(body);
           })
           .compose(resp -> {
             FaultKind kind = resp.statusCode() == 200 ? null : FaultKind.ofEngineStatus(resp.statusCode());

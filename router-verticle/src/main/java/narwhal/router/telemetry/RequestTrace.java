@@ -54,7 +54,7 @@ public abstract class RequestTrace {
     return Map.of();
   }
 
-  /** The leg of a request an engine runs whole is dispatched to {@code engine}; returns the headers it would send. */
+  /** The leg of a request an engine runs whole is dispatched to {@code engine}; returns the headers it must send. */
   public Map<String, String> whole(String engine, String requestId) {
     return Map.of();
   }
