@@ -291,6 +291,7 @@ final class RequestLifecycle implements Admission.Cuttable {
         cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs(),
         trace.decode(a.consumer.iid(), requestId, sameWorker, handoffAge));
     sink.attemptStarted();
+    sink.promptLogprobs(handoff.promptLogprobs());
     DecodeStream stream = ctx.engines().decode(handoff, call);
     decode = stream;
     Runnable resume = stream::resume;
