@@ -59,7 +59,7 @@ final class ContextFit {
           if (!(answer.getValue("count") instanceof Number count)) return Optional.<EdgeError>empty();
           int window = context;
           if (answer.getValue("max_model_len") instanceof Number n && n.intValue() > 0) {
-            ctx.facts().maxModelLen(producer.iid(), n.intValue());
+            ctx.facts().maxModelLen(producer.iid(), n.intValue(), EngineFacts.FROM_TOKENIZE);
             window = Math.min(window, n.intValue());
           }
           if (limit > window) return Optional.of(outputTooLarge(limitKey, limit, window));
