@@ -126,6 +126,21 @@ class EdgeValidationTest {
   }
 
   @Test
+  void anEnginesRefusalReachesTheClientWithoutEngineAddresses() throws Exception {
+    java.net.URI producer = java.net.URI.create(h.engine("P0").url());
+    String hostPort = producer.getHost() + ":" + producer.getPort();
+    String words = "could not read KV from " + h.engine("P0").url() + "/v1/completions (remote " + hostPort + ", host "
+        + producer.getHost() + "); see https://docs.vllm.ai/en/latest/";
+    h.engine("D0").faults().add(new JsonObject().put("kind", "status").put("status", 400).put("phase", "decode").put("count", 1)
+        .put("message", words));
+    RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", "where are you").put("max_tokens", 3));
+    assertEquals(400, reply.status(), reply.body());
+    assertEquals("could not read KV from <engine> (remote <engine>, host <engine>); see https://docs.vllm.ai/en/latest/",
+        reply.error().getString("message"), "engine addresses are not the client's to know");
+    assertTrue(h.journalRow(reply.requestId()).encode().contains(hostPort), "the journal keeps the engine's words");
+  }
+
+  @Test
   void withoutAnOutputLimitTheRefusalIsVllmsForTheClientsRequest() throws Exception {
     JsonObject tooLong = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", words(4097));
     RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", tooLong);
