@@ -283,6 +283,37 @@ final class Answer {
     return d.token() < 0 ? new JsonArray() : new JsonArray().add(tokenId(tokens.get(d.token())));
   }
 
+  /**
+   * vLLM's {@code prompt_logprobs} of a non-streamed answer: null for the first prompt token, then per token a map
+   * from token id to {@code logprob}, {@code rank} and {@code decoded_token}: the prompt's own token (rank 1) and
+   * the alternatives asked for. A function of the prompt alone, so every engine computes the same; null when not asked.
+   */
+  JsonArray promptLogprobs() {
+    if (req.promptLogprobs == null) {
+      return null;
+    }
+    String[] words = req.prompt.strip().split("\\s+");
+    long promptHash = Generator.hash(req.prompt, 0, 0);
+    JsonArray out = new JsonArray().addNull();
+    for (int i = 1; i < words.length; i++) {
+      JsonObject position = new JsonObject();
+      int milli = 1 + (int) Math.floorMod(Generator.hash("plp", promptHash, i), 900L);
+      position.put(String.valueOf(tokenId(words[i])), promptLogprob(-milli / 1000.0, 1, words[i]));
+      for (int k = 1; position.size() <= req.promptLogprobs; k++) {
+        String alt = Generator.token(promptHash + k * 7919L, i);
+        if (!position.containsKey(String.valueOf(tokenId(alt)))) {
+          position.put(String.valueOf(tokenId(alt)), promptLogprob(-(milli + 500 * position.size()) / 1000.0, position.size() + 1, alt));
+        }
+      }
+      out.add(position);
+    }
+    return out;
+  }
+
+  private static JsonObject promptLogprob(double logprob, int rank, String token) {
+    return new JsonObject().put("logprob", logprob).put("rank", rank).put("decoded_token", token);
+  }
+
   JsonArray promptTokenIds() {
     JsonArray ids = new JsonArray();
     for (String word : req.prompt.strip().split("\\s+")) {

@@ -38,6 +38,15 @@ final class CompletionRequest {
   final String toolChoice;
   /** Top alternatives per token when logprobs were asked, else -1 (chat {@code top_logprobs}, completions {@code logprobs}). */
   final int logprobs;
+  /**
+   * vLLM's {@code prompt_logprobs}: alternatives per prompt token besides the prompt's own ({@code -1}: the
+   * simulator's whole vocabulary, {@link #ALL_PROMPT_LOGPROBS}); null when not asked.
+   */
+  final Integer promptLogprobs;
+  /** The alternatives {@code prompt_logprobs: -1} stands for: the simulated vocabulary's size is not modelled. */
+  static final int ALL_PROMPT_LOGPROBS = 20;
+  /** vLLM's {@code min_tokens}: 0 when not asked. */
+  final long minTokens;
   final java.util.List<String> stop;
   final boolean returnTokenIds;
   /** False when {@code chat_template_kwargs.enable_thinking} is false (Qwen3's switch): no reasoning then. */
@@ -110,6 +119,14 @@ final class CompletionRequest {
     }
     ContextLength.check(options.getMaxModelLen(), limitKey, requested, promptTokens, tokenPrompt(body));
     this.maxTokens = limit == null ? Math.min(16, options.getMaxModelLen() - promptTokens) : (int) requested;
+    this.minTokens = integer(body, "min_tokens", 0L);
+    if (minTokens < 0) {
+      throw ApiError.badRequest("min_tokens must be greater than or equal to 0, got " + minTokens + ".", null);
+    }
+    if (limit != null && minTokens > requested) {
+      throw ApiError.badRequest("min_tokens must be less than or equal to max_tokens=" + requested + ", got " + minTokens + ".", null);
+    }
+    this.promptLogprobs = promptLogprobs(body, stream);
 
     Object kv = body.getValue("kv_transfer_params");
     if (kv != null && !(kv instanceof JsonObject)) {
@@ -171,6 +188,28 @@ final class CompletionRequest {
     }
     boolean parallel = !Boolean.FALSE.equals(body.getValue("parallel_tool_calls")) && names.size() >= 2;
     return parallel ? names.subList(0, 2) : names.subList(0, 1);
+  }
+
+  /**
+   * vLLM's checks of {@code prompt_logprobs} (its request model's {@code check_logprobs}): an integer, not asked of a
+   * streamed request (0 is allowed there: it asks for nothing beyond the prompt token), and positive or -1.
+   */
+  private static Integer promptLogprobs(JsonObject body, boolean stream) {
+    Object v = body.getValue("prompt_logprobs");
+    if (v == null) {
+      return null;
+    }
+    Long asked = v instanceof Number ? laxInteger(v) : null;
+    if (asked == null) {
+      throw ApiError.badRequest("`prompt_logprobs` must be an integer.", "prompt_logprobs");
+    }
+    if (stream && (asked > 0 || asked == -1)) {
+      throw ApiError.badRequest("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
+    }
+    if (asked < 0 && asked != -1) {
+      throw ApiError.badRequest("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs");
+    }
+    return asked == -1 ? ALL_PROMPT_LOGPROBS : (int) Math.min(asked, ALL_PROMPT_LOGPROBS);
   }
 
   private static int logprobs(boolean chat, JsonObject body) {

@@ -63,7 +63,7 @@ final class ResponseShapes {
         .put("finish_reason", answer.finishReason())
         .put("stop_reason", answer.stopReason())
         .put("token_ids", req.returnTokenIds ? answer.tokenIds() : null)
-        .put("prompt_logprobs", null)
+        .put("prompt_logprobs", answer.promptLogprobs())
         .put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
     }
     JsonArray choices = new JsonArray().add(choice);
@@ -82,7 +82,7 @@ final class ResponseShapes {
       .put("usage", usage(req.promptTokens + req.batch.stream().skip(1).mapToInt(Generator::countTokens).sum(),
         answer.completionTokens() * Math.max(1, req.batch.size()), true));
     if (req.chat) {
-      body.put("prompt_logprobs", null).put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
+      body.put("prompt_logprobs", answer.promptLogprobs()).put("prompt_token_ids", req.returnTokenIds ? answer.promptTokenIds() : null);
     }
     return body.put("kv_transfer_params", kvTransferParams);
   }

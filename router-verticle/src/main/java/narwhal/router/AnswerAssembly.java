@@ -62,9 +62,18 @@ final class AnswerAssembly {
 
   /** The assembled body; {@code finishReason} and {@code fallbackUsage} stand in when the stream carried none. */
   JsonObject body(String id, long created, String model, String finishReason, JsonObject fallbackUsage) {
+    return body(id, created, model, finishReason, fallbackUsage, null);
+  }
+
+  /**
+   * As {@link #body(String, long, String, String, JsonObject)}, with the prompt's logprobs the prefill computed
+   * (null: not asked) where vLLM puts them: in the completion's choice, at the top of a chat answer.
+   */
+  JsonObject body(String id, long created, String model, String finishReason, JsonObject fallbackUsage, JsonArray promptLogprobs) {
     JsonArray out = new JsonArray();
     if (choices.isEmpty()) choices.put(0, new Choice());
     choices.forEach((index, c) -> out.add(c.toJson(index, finishReason)));
+    if (!chat && promptLogprobs != null) out.getJsonObject(0).put("prompt_logprobs", promptLogprobs);
     JsonObject body = new JsonObject().put("id", id).put("object", chat ? "chat.completion" : "text_completion")
         .put("created", created).put("model", model).put("choices", out).put("service_tier", null)
         .put("system_fingerprint", null);
@@ -75,6 +84,7 @@ final class AnswerAssembly {
     }
     body.put("usage", finalUsage);
     if (chat) {
+      if (promptLogprobs != null) body.put("prompt_logprobs", promptLogprobs);
       if (!body.containsKey("prompt_logprobs")) body.put("prompt_logprobs", null);
       if (!body.containsKey("prompt_token_ids")) body.put("prompt_token_ids", null);
     }

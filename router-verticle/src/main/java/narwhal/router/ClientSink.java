@@ -12,6 +12,10 @@ interface ClientSink extends ClientEnd {
 
   void output(SseEvent.Output event);
 
+  /** The prompt's logprobs the attempt's prefill computed (null: none asked), for the answer to carry. */
+  default void promptLogprobs(io.vertx.core.json.JsonArray promptLogprobs) {
+  }
+
   /** Backpressure: called with a resume action when the client cannot take more now; false when it can. */
   boolean congested(Runnable resume);
 }

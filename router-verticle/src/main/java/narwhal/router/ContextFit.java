@@ -12,8 +12,9 @@ import java.util.logging.Logger;
 /**
  * Whether a request's prompt and output limit fit the model's context, decided before any leg is sent
  * (docs/vllm.md#context-length): a prefill of a request the decode engine will refuse would hold the producer's KV
- * blocks until their lease ends. Settled without asking an engine where the request allows — no output limit (vLLM
- * then fits the output to the context), a limit above the context, a prompt of token ids (counted exactly), or a
+ * blocks until their lease ends. Without an output limit vLLM's is what the context leaves after the prompt, so the
+ * prompt alone must fit, with the client's request (not the prefill leg's one token) named in the refusal. Settled
+ * without asking an engine where the request allows — a limit above the context, a prompt of token ids (counted exactly), or a
  * text prompt whose UTF-8 size bounds its tokens well inside the context — else by the producer's own
  * {@code POST /tokenize} (with {@code messages}, so the chat template counts). A request that does not fit gets
  * vLLM's own 400 (v0.18–v0.30 wording). When no engine reported its context, or {@code /tokenize} does not answer,
@@ -32,20 +33,23 @@ final class ContextFit {
   static Future<Optional<EdgeError>> check(RouterContext ctx, InferenceRequest request, Reservation producer) {
     JsonObject body = request.body();
     String limitKey = request.chat() && body.getValue("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
-    Long limit = LaxNumbers.integer(body.getValue(limitKey));
+    Long asked = LaxNumbers.integer(body.getValue(limitKey));
     Integer context = ctx.facts().smallestContext(BaseModels.enginesLike(ctx.config().get(), producer.iid()));
-    if (limit == null || context == null) return Future.succeededFuture(Optional.empty());
+    if (context == null) return Future.succeededFuture(Optional.empty());
+    // no output limit: vLLM's is what the context leaves after the prompt, so the prompt alone must fit (and leave one)
+    long limit = asked == null ? 0 : asked;
     if (limit > context) return Future.succeededFuture(Optional.of(outputTooLarge(limitKey, limit, context)));
+    long spare = asked == null ? 1 : 0;
     if (!request.chat()) {
       Object prompt = body.getValue("prompt");
       if (prompt instanceof JsonArray items && items.size() == 1 && items.getValue(0) instanceof JsonArray inner) prompt = inner;
       if (prompt instanceof JsonArray ids && !ids.isEmpty() && ids.stream().allMatch(t -> LaxNumbers.integer(t) != null)) {
-        return Future.succeededFuture(verdict(context, limit, ids.size(), true));
+        return Future.succeededFuture(verdict(context, limit, ids.size(), true, asked == null));
       }
       if (prompt instanceof JsonArray one && one.size() == 1 && one.getValue(0) instanceof String s) prompt = s;
       EngineFacts.Context known = ctx.facts().context(producer.iid());
       if (prompt instanceof String text && known != null && known.oneCharTokens() != null
-          && text.getBytes(StandardCharsets.UTF_8).length + (long) known.oneCharTokens() + limit <= context) {
+          && text.getBytes(StandardCharsets.UTF_8).length + (long) known.oneCharTokens() + limit + spare <= context) {
         return Future.succeededFuture(Optional.empty());
       }
     }
@@ -55,10 +59,11 @@ final class ContextFit {
           if (!(answer.getValue("count") instanceof Number count)) return Optional.<EdgeError>empty();
           int window = context;
           if (answer.getValue("max_model_len") instanceof Number n && n.intValue() > 0) {
-            ctx.facts().maxModelLen(producer.iid(), n.intValue());
+            ctx.facts().maxModelLen(producer.iid(), n.intValue(), EngineFacts.FROM_TOKENIZE);
             window = Math.min(window, n.intValue());
           }
-          return verdict(window, limit, count.longValue(), false);
+          if (limit > window) return Optional.of(outputTooLarge(limitKey, limit, window));
+          return verdict(window, limit, count.longValue(), false, asked == null);
         })
         .otherwise(err -> {
           LOG.fine(() -> request.rid() + ": /tokenize on " + producer.iid() + " did not answer (" + err.getMessage()
@@ -87,7 +92,17 @@ final class ContextFit {
    * past that room, so it names that many "at least"; a prompt of token ids is counted exactly.
    */
   static Optional<EdgeError> verdict(int context, long limit, long promptTokens, boolean exact) {
+    return verdict(context, limit, promptTokens, exact, false);
+  }
+
+  /**
+   * As {@link #verdict(int, long, long, boolean)}; {@code noLimit}: the client set no output limit, so vLLM's is
+   * {@code context − prompt}: a prompt longer than the context is refused with "0 output tokens", and one that fills
+   * it exactly leaves vLLM an output limit of 0, which its sampling check refuses.
+   */
+  static Optional<EdgeError> verdict(int context, long limit, long promptTokens, boolean exact, boolean noLimit) {
     long room = context - limit;
+    if (noLimit && promptTokens == context) return Optional.of(EdgeError.contextLength("max_tokens must be at least 1, got 0.", "max_tokens"));
     if (promptTokens <= room) return Optional.empty();
     long counted = exact ? promptTokens : room + 1;
     String atLeast = exact ? "" : "at least ";

@@ -110,6 +110,37 @@ record EdgeError(int status, String type, String message, String param, Object c
     return new EdgeError(504, "request_expired", "original request deadline expired", null, null, EdgeFailure.REQUEST_DEADLINE, false);
   }
 
+  /**
+   * {@code message} with every engine address of {@code engines} (its base URL and anything after it, its
+   * {@code host:port}, its host when that is an address or a dotted name) replaced by {@code <engine>}: an engine's
+   * error passed to a client (docs/errors.md) must not tell it where the fleet's engines are; the journal keeps the
+   * engine's own words.
+   */
+  static String redacted(String message, java.util.List<narwhal.common.config.EngineConfig> engines) {
+    if (message == null || message.isEmpty()) return message;
+    String out = message;
+    for (narwhal.common.config.EngineConfig engine : engines) {
+      java.net.URI uri;
+      try {
+        uri = java.net.URI.create(engine.url());
+      } catch (IllegalArgumentException notAUri) {
+        continue;
+      }
+      String host = uri.getHost();
+      if (host == null) continue;
+      String bareHost = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
+      int port = uri.getPort();
+      String quotedHost = java.util.regex.Pattern.quote(host);
+      out = out.replaceAll("(?i)\\b[a-z][a-z0-9+.-]*://" + quotedHost + (port >= 0 ? ":" + port : "(?::\\d+)?") + "[^\\s\"'<>)]*",
+          "<engine>");
+      if (port >= 0) out = out.replace(host + ":" + port, "<engine>");
+      if (bareHost.contains(".") || bareHost.contains(":")) {
+        out = out.replaceAll("(?<![\\w.:-])" + java.util.regex.Pattern.quote(bareHost) + "(?![\\w-]|\\.\\w)", "<engine>");
+      }
+    }
+    return out;
+  }
+
   public JsonObject body() {
     return new JsonObject().put("error", new JsonObject().put("message", message).put("type", type).put("param", param)
         .put("code", code == null ? status : code));

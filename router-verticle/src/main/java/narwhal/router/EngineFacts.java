@@ -17,21 +17,34 @@ public final class EngineFacts {
   public record Facts(Double kvLeaseS, String sideChannel, String connector) {
   }
 
-  /** One engine's context: {@code max_model_len}, and the token count of the prompt {@code "x"} (null: unknown). */
-  public record Context(int maxModelLen, Integer oneCharTokens) {
+  /**
+   * One engine's context: {@code max_model_len}, where it was read ({@link #FROM_MODELS} or {@link #FROM_TOKENIZE}),
+   * and the token count of the prompt {@code "x"} (null: unknown).
+   */
+  public record Context(int maxModelLen, Integer oneCharTokens, String from) {
   }
+
+  /** Read from the engine's {@code /v1/models} (preflight, reload, readmission). */
+  public static final String FROM_MODELS = "models";
+  /** Read from a {@code /tokenize} answer of a context check: it stands until the engine's models are read again. */
+  public static final String FROM_TOKENIZE = "tokenize";
 
   private final Map<String, Facts> byIid = new ConcurrentHashMap<>();
   private final Map<String, Context> contexts = new ConcurrentHashMap<>();
 
-  /** Records an engine's {@code max_model_len}, keeping what is known of its tokenizer. */
+  /** Records an engine's {@code max_model_len} as its {@code /v1/models} lists it, keeping what is known of its tokenizer. */
   public void maxModelLen(String iid, int maxModelLen) {
-    contexts.merge(iid, new Context(maxModelLen, null), (old, now) -> new Context(maxModelLen, old.oneCharTokens()));
+    maxModelLen(iid, maxModelLen, FROM_MODELS);
+  }
+
+  /** Records an engine's {@code max_model_len} read from {@code from}, keeping what is known of its tokenizer. */
+  public void maxModelLen(String iid, int maxModelLen, String from) {
+    contexts.merge(iid, new Context(maxModelLen, null, from), (old, now) -> new Context(maxModelLen, old.oneCharTokens(), from));
   }
 
   /** Records how many tokens the engine makes of the prompt {@code "x"} (its added special tokens included). */
   public void oneCharTokens(String iid, int tokens) {
-    contexts.computeIfPresent(iid, (k, old) -> new Context(old.maxModelLen(), tokens));
+    contexts.computeIfPresent(iid, (k, old) -> new Context(old.maxModelLen(), tokens, old.from()));
   }
 
   public Context context(String iid) {

@@ -51,6 +51,19 @@ final class FactsRelearner {
     remember(engines);
   }
 
+  /**
+   * An engine came back to serving (readmitted, undrained, its quarantine ended): its context is read again from its
+   * {@code /v1/models}, so a smaller one a {@code /tokenize} answer reported, or an old listing, does not stand for good.
+   */
+  void readmitted(String iid) {
+    known.values().stream().filter(e -> e.iid().equals(iid)).findFirst().ifPresent(engine -> checks.modelCard(engine)
+        .onSuccess(card -> {
+          if (card.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(iid, n.intValue());
+        })
+        .onFailure(err -> LOG.fine(() -> "engine " + iid + ": /v1/models not read after readmission ("
+            + CheckFailure.reasonOf(err) + "); its learned context stands")));
+  }
+
   private void remember(List<EngineConfig> engines) {
     Map<String, EngineConfig> next = new HashMap<>();
     engines.forEach(e -> next.put(e.iid(), e));

@@ -18,6 +18,7 @@ final class JsonAssembler implements ClientSink {
   private final String model;
   private final String toolCallContent;
   private AnswerAssembly answer;
+  private io.vertx.core.json.JsonArray promptLogprobs;
   private long outputLength;
   private final long created;
   private boolean outputSeen;
@@ -54,6 +55,12 @@ final class JsonAssembler implements ClientSink {
     outputLength = 0;
   }
 
+  /** vLLM places them in a completion's choice and at the top of a chat answer ({@link AnswerAssembly#body}). */
+  @Override
+  public void promptLogprobs(io.vertx.core.json.JsonArray promptLogprobs) {
+    this.promptLogprobs = promptLogprobs;
+  }
+
   @Override
   public void metadata(SseEvent.Metadata event) {
     answer.accept(event.frame().json());
@@ -68,7 +75,7 @@ final class JsonAssembler implements ClientSink {
 
   @Override
   public void complete(DecodeEnd end) {
-    JsonObject body = answer.body(id, created, model, end.finishReason(), end.usage());
+    JsonObject body = answer.body(id, created, model, end.finishReason(), end.usage(), promptLogprobs);
     if (outcome != null) {
       outcome.answered().accept(body);
     } else if (!response.ended() && !response.closed()) {

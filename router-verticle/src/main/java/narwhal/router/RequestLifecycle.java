@@ -290,6 +290,7 @@ final class RequestLifecycle implements Admission.Cuttable {
         cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs(),
         trace.decode(a.consumer.iid(), requestId, sameWorker, handoffAge));
     sink.attemptStarted();
+    sink.promptLogprobs(handoff.promptLogprobs());
     DecodeStream stream = ctx.engines().decode(handoff, call);
     decode = stream;
     Runnable resume = stream::resume;
@@ -428,7 +429,8 @@ final class RequestLifecycle implements Admission.Cuttable {
     // Before output an engine's own error type (4xx answer, error object) reaches the client as is; once output
     // exists the failure ends the stream (or the assembled answer) with the phase as its type (docs/errors.md).
     String errorType = a.decodeOutput ? fault.phase().wireName() : fault.errorType();
-    EdgeError error = new EdgeError(fault.status(), errorType, fault.detail(), a.decodeOutput ? null : fault.param(),
+    EdgeError error = new EdgeError(fault.status(), errorType, EdgeError.redacted(fault.detail(), cfg.engines()),
+        a.decodeOutput ? null : fault.param(),
         a.decodeOutput ? null : fault.code(), fault.kind().reason(), false);
     client.fail(error);
     RequestOutcome terminal = fault.kind() == FaultKind.HANDOFF_EXPIRED ? RequestOutcome.EXPIRED : RequestOutcome.FAILED;

@@ -56,7 +56,54 @@ final class RequestValidator {
     }
     Object seed = body.getValue("seed");
     if (seed != null && LaxNumbers.integer(seed) == null) return invalid("seed", "an integer");
+    Optional<EdgeError> promptLogprobs = promptLogprobs(body.getValue("prompt_logprobs"), Boolean.TRUE.equals(stream));
+    if (promptLogprobs.isPresent()) return promptLogprobs;
+    return minTokens(body, chat);
+  }
+
+  /**
+   * vLLM's checks of {@code prompt_logprobs} (its request models' {@code check_logprobs}), made here because the
+   * router's decode leg is always streamed: an integer, positive or -1, and none of them (0 aside, which asks for
+   * nothing beyond the prompt token) for a streaming client.
+   */
+  private static Optional<EdgeError> promptLogprobs(Object v, boolean stream) {
+    if (v == null) return Optional.empty();
+    Long asked = v instanceof Number ? LaxNumbers.integer(v) : null;
+    if (asked == null) return Optional.of(EdgeError.invalid("`prompt_logprobs` must be an integer.", "prompt_logprobs"));
+    if (stream && (asked > 0 || asked == -1)) {
+      return Optional.of(EdgeError.invalid("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs"));
+    }
+    if (asked < 0 && asked != -1) {
+      return Optional.of(EdgeError.invalid("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs"));
+    }
     return Optional.empty();
+  }
+
+  /**
+   * vLLM's sampling checks of {@code min_tokens} (its {@code SamplingParams}), which the decode engine would make only
+   * after the prefill: an integer, at least 0, and no more than the request's output limit when it sets one
+   * ({@code max_completion_tokens}, else {@code max_tokens}). Without a limit, {@link ContextFit} checks it against
+   * the limit vLLM derives.
+   */
+  private static Optional<EdgeError> minTokens(JsonObject body, boolean chat) {
+    Object v = body.getValue("min_tokens");
+    if (v == null) return Optional.empty();
+    Long min = LaxNumbers.integer(v);
+    if (min == null) return invalid("min_tokens", "an integer");
+    if (min < 0) return Optional.of(EdgeError.invalid("min_tokens must be greater than or equal to 0, got " + min + ".", null));
+    Long limit = outputLimit(body, chat);
+    if (limit != null && min > limit) return Optional.of(minAboveLimit(limit, min));
+    return Optional.empty();
+  }
+
+  static EdgeError minAboveLimit(long limit, long min) {
+    return EdgeError.invalid("min_tokens must be less than or equal to max_tokens=" + limit + ", got " + min + ".", null);
+  }
+
+  /** The client's output limit as vLLM reads it: chat's {@code max_completion_tokens}, else {@code max_tokens}; null: none. */
+  static Long outputLimit(JsonObject body, boolean chat) {
+    Long completion = chat ? LaxNumbers.integer(body.getValue("max_completion_tokens")) : null;
+    return completion != null ? completion : LaxNumbers.integer(body.getValue("max_tokens"));
   }
 
   /**

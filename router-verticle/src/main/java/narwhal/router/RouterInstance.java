@@ -85,7 +85,7 @@ final class RouterInstance extends VerticleBase {
   private Router router(NarwhalConfig cfg, RouterContext ctx, ReceiveGuard receive, EdgeFailures failures) {
     Router router = Router.router(vertx);
     router.route().handler(receive::headArrived);
-    router.route().handler(Cors.handler(cfg.server().cors()));
+    router.route().handler(Cors.forClientPaths(cfg.server().cors()));
     BodyHandler body = BodyHandler.create(false).setBodyLimit(cfg.serving().maxRequestBytes());
     ClientKeyGuard clientKey = new ClientKeyGuard(ctx, replica.access());
     router.route("/v1/*").handler(clientKey);

@@ -11,8 +11,8 @@ import narwhal.common.bus.ClusterView;
 import java.util.List;
 
 /**
- * {@code GET /narwhal/state} (docs/operations.md): placement's table with each engine's breaker standing merged in,
- * each model's {@code max_model_len}, and the replica's own standing (readiness, draining, in flight, retry credits,
+ * {@code GET /narwhal/state} (docs/operations.md): placement's table with each engine's breaker standing and learned
+ * context ({@code max_model_len}, read from {@code models} or {@code tokenize}) merged in, each model's {@code max_model_len}, and the replica's own standing (readiness, draining, in flight, retry credits,
  * restart-pending keys, cluster). A part that does not answer over the bus is left empty, never an error.
  */
 final class StateRoute implements Handler<RoutingContext> {
@@ -36,6 +36,9 @@ final class StateRoute implements Handler<RoutingContext> {
       JsonArray engines = p.getJsonArray("engines", new JsonArray());
       for (Object o : engines) {
         JsonObject engine = (JsonObject) o;
+        EngineFacts.Context context = replica.facts().context(engine.getString("iid"));
+        engine.put("max_model_len", context == null ? null : context.maxModelLen())
+            .put("max_model_len_from", context == null ? null : context.from());
         b.getJsonArray("engines", new JsonArray()).stream().map(JsonObject.class::cast)
             .filter(e -> engine.getString("iid").equals(e.getString("iid"))).findFirst()
             .ifPresent(e -> engine.put("cause", e.getString("cause")).put("streaks", e.getJsonObject("streaks"))

@@ -71,6 +71,19 @@ class EdgeErrorsTest {
         "body: expected a JSON object in UTF-8");
   }
 
+  /** A head the decoder refuses (headers past its limit) is answered, journaled, and errors.md says so. */
+  @Test
+  void headersTooLargeAre431WithAJournalRowAsErrorsMdSays() throws Exception {
+    RouterHarness.Reply reply = h.get("/v1/models", Map.of("x-padding", "a".repeat(20_000)));
+    assertError(reply, 431, "invalid_request_error", "request headers too large");
+    JsonObject row = h.journalRow(reply.requestId());
+    assertEquals("invalid", row.getString("terminal"));
+    assertEquals(431, row.getInteger("status"));
+    java.util.Map<String, String> documented = DocPages.rows("errors.md", "edge reason").stream()
+        .filter(r -> r.get("status").equals("`431`")).findFirst().orElseThrow();
+    assertEquals("`" + row.getString("terminal") + "`", documented.get("terminal"), "errors.md's 431 row: " + documented);
+  }
+
   @Test
   void slowSendersAreCutOffAtTheReceiveTimeout() throws Exception {
     try (java.net.Socket silent = new java.net.Socket("127.0.0.1", h.router.actualPort())) {

@@ -84,6 +84,32 @@ class HttpEdgeTest {
   }
 
   @Test
+  void operatorRoutesGetNoCors() {
+    for (String path : List.of("/metrics", "/narwhal/state")) {
+      RouterHarness.Reply ops = h.get(path, Map.of("origin", "http://app.example"));
+      assertEquals(200, ops.status(), path + ": " + ops.body());
+      assertNull(ops.header("access-control-allow-origin"), path + " is no browser app's: " + ops.headers());
+    }
+    assertEquals("*", h.get("/v1/models", Map.of("origin", "http://app.example")).header("access-control-allow-origin"));
+  }
+
+  @Test
+  void aReflectedOriginVariesByOrigin() throws Exception {
+    try (RouterHarness credentialed = RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json.put("server",
+        json.getJsonObject("server").put("cors", new io.vertx.core.json.JsonObject().put("allow_credentials", true))))) {
+      RouterHarness.Reply models = credentialed.get("/v1/models", Map.of("origin", "https://one.example"));
+      assertEquals(200, models.status(), models.body());
+      assertEquals("https://one.example", models.header("access-control-allow-origin"), models.headers().toString());
+      assertTrue(String.valueOf(models.header("vary")).toLowerCase(java.util.Locale.ROOT).contains("origin"),
+          "a shared cache must not give one origin's answer to another: " + models.headers());
+      RouterHarness.Reply preflight = credentialed.request(HttpMethod.OPTIONS, "/v1/completions", null, Map.of("origin",
+          "https://two.example", "access-control-request-method", "POST"));
+      assertEquals("https://two.example", preflight.header("access-control-allow-origin"));
+      assertTrue(String.valueOf(preflight.header("vary")).toLowerCase(java.util.Locale.ROOT).contains("origin"), preflight.headers().toString());
+    }
+  }
+
+  @Test
   void corsKeysAreValidatedNamingKeyValueAndExpectation() {
     io.vertx.core.json.JsonObject base = new io.vertx.core.json.JsonObject().put("model", "m")
         .put("engines", new io.vertx.core.json.JsonArray().add(new io.vertx.core.json.JsonObject().put("iid", "e0").put("url", "http://127.0.0.1:9")));

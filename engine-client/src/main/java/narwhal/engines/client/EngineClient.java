@@ -241,7 +241,23 @@ public final class EngineClient {
       throw new EngineFault(FaultKind.INVALID_DESCRIPTOR, Phase.PREFILL, "invalid handoff descriptor: " + reason);
     });
     return new PrefillResult((JsonObject) descriptor, call.producerUrl(), call.endpoint(), call.requestId(),
-        started, startedNanos, completedNanos);
+        started, startedNanos, completedNanos, LegBodies.promptLogprobsAsked(call.clientBody()) ? promptLogprobs(buf) : null);
+  }
+
+  /** A prefill answer's {@code prompt_logprobs}: top-level in a chat answer, in the first choice of a completion. */
+  private static io.vertx.core.json.JsonArray promptLogprobs(Buffer buf) {
+    try {
+      JsonObject answer = new JsonObject(buf);
+      if (answer.getValue("prompt_logprobs") instanceof io.vertx.core.json.JsonArray top) return top;
+      if (answer.getValue("choices") instanceof io.vertx.core.json.JsonArray choices && !choices.isEmpty()
+          && choices.getValue(0) instanceof JsonObject choice
+          && choice.getValue("prompt_logprobs") instanceof io.vertx.core.json.JsonArray inChoice) {
+        return inChoice;
+      }
+    } catch (RuntimeException notJson) {
+      // the descriptor read above already accepted the body; no logprobs to keep
+    }
+    return null;
   }
 
   private Future<Buffer> boundedBody(HttpClientResponse resp, Phase phase) {

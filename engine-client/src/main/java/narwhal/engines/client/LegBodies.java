@@ -22,6 +22,7 @@ final class LegBodies {
     body.remove("stream_options");
     body.remove("min_tokens");
     body.remove("min_completion_tokens");
+    if (!promptLogprobsAsked(clientBody)) body.remove("prompt_logprobs");
     body.put("kv_transfer_params", new JsonObject().put("do_remote_decode", true).put("do_remote_prefill", false));
     return body;
   }
@@ -36,9 +37,16 @@ final class LegBodies {
     if (!clientStreams || !DecodeCall.clientAsksUsage(clientBody)) {
       body.put("stream_options", new JsonObject().put("include_usage", true));
     }
+    // the prompt's logprobs come from the prefill, which computed the prompt; vLLM refuses them on a stream
+    body.remove("prompt_logprobs");
     body.remove("kv_transfer_params");
     if (descriptor != null) body.put("kv_transfer_params", descriptor);
     return body;
+  }
+
+  /** Whether a non-streaming client asked for {@code prompt_logprobs}: the prefill leg computes and returns them. */
+  static boolean promptLogprobsAsked(JsonObject clientBody) {
+    return clientBody.getValue("prompt_logprobs") != null && !Boolean.TRUE.equals(clientBody.getValue("stream"));
   }
 
   private static JsonObject shallowCopy(JsonObject body) {

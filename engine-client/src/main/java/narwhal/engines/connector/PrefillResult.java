@@ -19,9 +19,18 @@ public final class PrefillResult {
   private final Instant legStarted;
   private final long legStartedNanos;
   private final long legCompletedNanos;
+  private final io.vertx.core.json.JsonArray promptLogprobs;
 
   public PrefillResult(JsonObject descriptor, String producerUrl, String endpoint, String backendRequestId,
                        Instant legStarted, long legStartedNanos, long legCompletedNanos) {
+    this(descriptor, producerUrl, endpoint, backendRequestId, legStarted, legStartedNanos, legCompletedNanos, null);
+  }
+
+  /** @param promptLogprobs the producer's {@code prompt_logprobs} of the prompt, when the client asked for them */
+  public PrefillResult(JsonObject descriptor, String producerUrl, String endpoint, String backendRequestId,
+                       Instant legStarted, long legStartedNanos, long legCompletedNanos,
+                       io.vertx.core.json.JsonArray promptLogprobs) {
+    this.promptLogprobs = promptLogprobs;
     this.descriptor = descriptor == null ? null : descriptor.copy();
     this.producerUrl = Objects.requireNonNull(producerUrl, "producerUrl");
     this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
@@ -34,6 +43,14 @@ public final class PrefillResult {
   /** A detached deep copy of the handoff descriptor ({@code kv_transfer_params}); null when the producer sent none. */
   public JsonObject parameters() {
     return descriptor == null ? null : descriptor.copy();
+  }
+
+  /**
+   * The producer's {@code prompt_logprobs} (a completion choice's, or chat's top-level field): the prefill computes the
+   * prompt, so only its answer has them; null when the client did not ask or the producer sent none.
+   */
+  public io.vertx.core.json.JsonArray promptLogprobs() {
+    return promptLogprobs;
   }
 
   /** The engine id the producer put in the descriptor, or null. */
