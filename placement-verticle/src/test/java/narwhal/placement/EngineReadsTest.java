@@ -79,7 +79,7 @@ class EngineReadsTest {
 
   @Test
   void aRoundReadsOnlyTheStaleEnginesAndSharesItsReadingsWithEveryReplica(Vertx vertx, VertxTestContext ctx) {
-    withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_interval_s", 60), (fleet, config) -> {
+    withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_interval_s", 60).put("metrics_timeout_s", 10), (fleet, config) -> {
       PlacementTable table = table(config);
       SimpleMeterRegistry registry = new SimpleMeterRegistry();
       LoadReadings readings = new LoadReadings(vertx, () -> config, table, REPLICA, "", registry);
