@@ -71,7 +71,8 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
 
   /** These settings under another policy. */
   public PlacementConfig withPolicy(String other) {
-    return new PlacementConfig(other, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor);
+    return new PlacementConfig(other, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor,
+        modelsRefreshS);
   }
 
   public long metricsIntervalMs() {
