@@ -5,7 +5,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.List;
 
 /**
- * Ours: how placement chooses engines (docs/operations.md#placement). {@code policy}: {@code cache_aware} (prefill by
+ * How placement chooses engines (docs/operations.md#placement). {@code policy}: {@code cache_aware} (prefill by
  * the prompt's leading blocks with bounded load, decode by load), {@code load} (both by load), {@code least_reserved}
  * (both by this replica's reservations, as before). Engine load is read from each engine's {@code /metrics} every
  * {@code metrics_interval_s}, once per interval for the whole cluster, each reading bounded by {@code metrics_timeout_s}.
