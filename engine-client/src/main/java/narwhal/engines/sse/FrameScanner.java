@@ -95,13 +95,7 @@ final class FrameScanner {
   }
 
   private void topObject() {
-    enter();
-    ws();
-    if (peek() == '}') {
-      p++;
-      depth--;
-      return;
-    }
+    if (enteredEmpty('}')) return;
     while (true) {
       int key = key(true);
       switch (key) {
@@ -122,13 +116,7 @@ final class FrameScanner {
 
   private void choices() {
     p++;
-    enter();
-    ws();
-    if (peek() == ']') {
-      p++;
-      depth--;
-      return;
-    }
+    if (enteredEmpty(']')) return;
     do {
       ws();
       if (peek() == '{') choice(); else skipValue();
@@ -165,13 +153,7 @@ final class FrameScanner {
 
   private void delta() {
     p++;
-    enter();
-    ws();
-    if (peek() == '}') {
-      p++;
-      depth--;
-      return;
-    }
+    if (enteredEmpty('}')) return;
     while (true) {
       int key = deltaKey();
       switch (key) {
@@ -194,13 +176,7 @@ final class FrameScanner {
   /** Skips the array at the cursor; true when it has an element. */
   private boolean nonEmptyArray() {
     p++;
-    enter();
-    ws();
-    if (peek() == ']') {
-      p++;
-      depth--;
-      return false;
-    }
+    if (enteredEmpty(']')) return false;
     do {
       ws();
       skipValue();
@@ -474,6 +450,16 @@ final class FrameScanner {
 
   private void enter() {
     if (++depth > MAX_DEPTH) throw DECLINE;
+  }
+
+  /** Enters the object or array just opened; true when it is empty, and then left again ({@code close} read). */
+  private boolean enteredEmpty(char close) {
+    enter();
+    ws();
+    if (peek() != close) return false;
+    p++;
+    depth--;
+    return true;
   }
 
   private byte peek() {
