@@ -17,8 +17,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * {@code narwhal bench <scenario>}: runs one scenario, prints its tables and its verdicts against QUALITY.md,
- * writes the JSON result (and charts) under the results directory. Exit status: 0 ran (performance targets
+ * {@code narwhal bench <scenario>}: runs one scenario, prints its tables and its verdicts against the targets of
+ * docs/benchmarks.md, writes the JSON result (and charts) under the results directory. Exit status: 0 ran (performance targets
  * may be missed: that is a finding), 3 a correctness check was violated, 1 the benchmark itself failed.
  */
 public final class Bench {

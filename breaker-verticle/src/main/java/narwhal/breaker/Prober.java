@@ -73,7 +73,7 @@ final class Prober {
 
   /**
    * Lifecycle validation (docs/operations.md#breaker-states), what preflight checks of one engine: health, model listed,
-   * attestation against the contract (when one is pinned), a direct generation, an inference probe (a role-permitted KV
+   * attestation against the pinned {@code engine_contract} (when there is one), a direct generation, an inference probe (a role-permitted KV
    * transfer), health again.
    */
   Future<ProbeResult> lifecycle(EngineConfig target, Predicate<String> serving, boolean streamed) {

@@ -63,7 +63,7 @@ final class SharedBreakerState {
 
   /**
    * Writes an engine's state unless the map holds a newer version (a compare-and-set, so two replicas writing at once
-   * keep the newer one); the version the map holds afterwards, ours or the newer one found.
+   * keep the newer one); the version the map holds afterwards, this replica's or the newer one found.
    */
   Future<EngineStateEvent> putState(EngineStateEvent event) {
     return putIfNewer(event.iid(), event.toJson(), event.version(), CAS_TRIES)

@@ -1,24 +1,29 @@
 package narwhal.bench.load;
 
 import io.vertx.core.buffer.Buffer;
+import narwhal.engines.sse.SseEvent;
+import narwhal.engines.sse.SseFormatException;
+import narwhal.engines.sse.SseReader;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * Times one SSE response as a client sees it: fed transport chunks with their arrival time, it splits them
- * into events (chunk boundaries may fall anywhere, {@code \r\n} or {@code \n} line ends), classifies each with
- * {@link SseFrames}, and keeps the arrival of the first body byte, of the first output token, the gap before
- * every later token, the token count, and whether the stream ended with {@code [DONE]} or an error frame.
- * Times are {@link System#nanoTime()} values passed in, so tests drive it without a clock.
+ * Times one SSE response as a client sees it: fed transport chunks with their arrival time, it reads them with
+ * engine-client's {@link SseReader} (the reader the router relays with: chunk boundaries anywhere, {@code \r\n} or
+ * {@code \n} line ends, each event classified once), and keeps the arrival of the first body byte, of the first
+ * output token, the gap before every later token, the token count, and whether the stream ended with
+ * {@code [DONE]} or an error frame. An event past {@link #MAX_EVENT_BYTES} or a data line that is not JSON is an
+ * error, and the rest of the stream is not read. Times are {@link System#nanoTime()} values passed in, so tests
+ * drive it without a clock.
  */
 public final class SseTimer {
   static final int MAX_EVENT_BYTES = 1 << 20;
 
   private final long startNanos;
-  private byte[] carry = new byte[0];
-  private final StringBuilder data = new StringBuilder();
-  private boolean hasData;
+  private final SseReader reader = new SseReader(MAX_EVENT_BYTES, this::event);
+  /** The arrival time of the chunk being read, for the events it completes. */
+  private long chunkNanos;
+  private boolean broken;
   private long firstChunkNanos = -1;
   private long firstTokenNanos = -1;
   private long lastTokenNanos = -1;
@@ -33,64 +38,32 @@ public final class SseTimer {
     this.startNanos = startNanos;
   }
 
-  /** Consumes one chunk that arrived at {@code nowNanos}. */
+  /** Consumes one chunk that arrived at {@code nowNanos}; the chunk must not be modified afterwards. */
   public void feed(Buffer chunk, long nowNanos) {
-    feed(chunk.getBytes(), nowNanos);
+    if (firstChunkNanos < 0 && chunk.length() > 0) firstChunkNanos = nowNanos;
+    if (broken) return;
+    chunkNanos = nowNanos;
+    try {
+      reader.feed(chunk);
+    } catch (SseFormatException e) {
+      broken = true;
+      if (error == null) error = e.getMessage();
+    }
   }
 
   public void feed(byte[] chunk, long nowNanos) {
-    if (firstChunkNanos < 0 && chunk.length > 0) firstChunkNanos = nowNanos;
-    byte[] buf = chunk;
-    if (carry.length > 0) {
-      buf = Arrays.copyOf(carry, carry.length + chunk.length);
-      System.arraycopy(chunk, 0, buf, carry.length, chunk.length);
-    }
-    int start = 0;
-    for (int i = 0; i < buf.length; i++) {
-      if (buf[i] == '\n') {
-        int end = i > start && buf[i - 1] == '\r' ? i - 1 : i;
-        line(buf, start, end, nowNanos);
-        start = i + 1;
-      }
-    }
-    int rest = buf.length - start;
-    if (rest + data.length() > MAX_EVENT_BYTES) {
-      if (error == null) error = "stream event larger than " + MAX_EVENT_BYTES + " bytes";
-      carry = new byte[0];
-      data.setLength(0);
-      return;
-    }
-    carry = rest == 0 ? new byte[0] : Arrays.copyOfRange(buf, start, buf.length);
+    feed(Buffer.buffer(chunk), nowNanos);
   }
 
-  private void line(byte[] buf, int start, int end, long now) {
-    if (end == start) {
-      if (hasData) {
-        String event = data.toString();
-        data.setLength(0);
-        hasData = false;
-        event(event, now);
-      }
-      return;
-    }
-    if (end - start >= 5 && buf[start] == 'd' && buf[start + 1] == 'a' && buf[start + 2] == 't' && buf[start + 3] == 'a'
-        && buf[start + 4] == ':') {
-      int from = start + 5;
-      if (from < end && buf[from] == ' ') from++;
-      if (hasData) data.append('\n');
-      data.append(new String(buf, from, end - from, StandardCharsets.UTF_8));
-      hasData = true;
-    }
-  }
-
-  private void event(String event, long now) {
-    switch (SseFrames.classify(event)) {
-      case DONE -> done = true;
-      case ERROR -> {
-        if (error == null) error = event;
-      }
-      case METADATA -> metadataFrames++;
-      case OUTPUT -> token(now);
+  private void event(SseEvent event) {
+    if (event instanceof SseEvent.Output) {
+      token(chunkNanos);
+    } else if (event instanceof SseEvent.Metadata) {
+      metadataFrames++;
+    } else if (event instanceof SseEvent.ErrorFrame frame) {
+      if (error == null) error = frame.data();
+    } else {
+      done = true;
     }
   }
 

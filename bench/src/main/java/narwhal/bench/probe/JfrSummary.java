@@ -63,13 +63,13 @@ public final class JfrSummary {
         self.merge(name(frames.get(0)), 1L, Long::sum);
         packages.merge(area(name(frames.get(0))), 1L, Long::sum);
         Set<String> seen = new HashSet<>();
-        String ours = null;
+        String topNarwhal = null;
         for (RecordedFrame f : frames) {
           String n = name(f);
           if (seen.add(n)) inclusive.merge(n, 1L, Long::sum);
-          if (ours == null && n.startsWith("narwhal.")) ours = n;
+          if (topNarwhal == null && n.startsWith("narwhal.")) topNarwhal = n;
         }
-        narwhal.merge(ours == null ? "(no Narwhal frame: Vert.x/Netty/JVM work)" : ours, 1L, Long::sum);
+        narwhal.merge(topNarwhal == null ? "(no Narwhal frame: Vert.x/Netty/JVM work)" : topNarwhal, 1L, Long::sum);
       }
     }
     return new JfrSummary(samples, self, inclusive, narwhal, threads, packages);

@@ -1,11 +1,7 @@
 package narwhal.bench.process;
 
-import narwhal.bench.probe.JvmProbe;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -19,7 +15,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 
 /**
  * haproxy from the OS packages in front of router replicas, with the settings of {@code deploy/haproxy.cfg}
@@ -76,20 +71,8 @@ public final class HaproxyProcess implements AutoCloseable {
       Files.writeString(conf, config(port, statsPort, servers));
       Process process = new ProcessBuilder(binary.toString(), "-db", "-f", conf.toAbsolutePath().toString())
           .redirectErrorStream(true).redirectOutput(log.toFile()).start();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (System.nanoTime() < deadline) {
-        if (!process.isAlive()) {
-          throw new IllegalStateException("haproxy exited with " + process.exitValue() + ": " + Files.readString(log).strip());
-        }
-        try (Socket s = new Socket()) {
-          s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-          return new HaproxyProcess(process, port, statsPort, log);
-        } catch (IOException notYet) {
-          JvmProbe.sleep(50);
-        }
-      }
-      process.destroyForcibly();
-      throw new IllegalStateException("haproxy did not listen on " + port + " within 10 s");
+      OsBinary.awaitListening("haproxy", process, port, () -> Files.readString(log).strip());
+      return new HaproxyProcess(process, port, statsPort, log);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

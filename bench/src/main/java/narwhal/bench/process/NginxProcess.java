@@ -1,17 +1,13 @@
 package narwhal.bench.process;
 
-import narwhal.bench.probe.JvmProbe;
 import narwhal.bench.probe.ProcessCpu;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 
 /**
  * nginx from the OS packages as the relay baseline of P2: started on loopback with a generated config that
@@ -75,21 +71,9 @@ public final class NginxProcess implements AutoCloseable {
       Files.writeString(conf, config(dir, port, upstreamPort, workers, root));
       Process process = new ProcessBuilder(binary.toString(), "-p", dir.toAbsolutePath().toString(), "-c", conf.toAbsolutePath().toString())
           .redirectErrorStream(true).redirectOutput(dir.resolve("nginx.out").toFile()).start();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (System.nanoTime() < deadline) {
-        if (!process.isAlive()) {
-          throw new IllegalStateException("nginx exited with " + process.exitValue() + ": "
-              + Files.readString(dir.resolve("nginx.out")).strip() + " " + readIfExists(dir.resolve("error.log")));
-        }
-        try (Socket s = new Socket()) {
-          s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-          return new NginxProcess(process, port);
-        } catch (IOException notYet) {
-          JvmProbe.sleep(50);
-        }
-      }
-      process.destroyForcibly();
-      throw new IllegalStateException("nginx did not listen on " + port + " within 10 s");
+      OsBinary.awaitListening("nginx", process, port,
+          () -> Files.readString(dir.resolve("nginx.out")).strip() + " " + readIfExists(dir.resolve("error.log")));
+      return new NginxProcess(process, port);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -1,5 +1,10 @@
 package narwhal.bench.process;
 
+import narwhal.bench.probe.JvmProbe;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -27,6 +32,32 @@ public final class OsBinary {
       }
     }
     return Optional.empty();
+  }
+
+  /** What a started program wrote, read when it exits early. */
+  interface Output {
+    String read() throws IOException;
+  }
+
+  /**
+   * Waits up to 10 s for {@code process} to listen on loopback {@code port}. One that exits first fails with what it
+   * wrote; one that does not listen in time is killed and fails.
+   */
+  static void awaitListening(String name, Process process, int port, Output output) throws IOException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (System.nanoTime() < deadline) {
+      if (!process.isAlive()) {
+        throw new IllegalStateException(name + " exited with " + process.exitValue() + ": " + output.read());
+      }
+      try (Socket s = new Socket()) {
+        s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+        return;
+      } catch (IOException notYet) {
+        JvmProbe.sleep(50);
+      }
+    }
+    process.destroyForcibly();
+    throw new IllegalStateException(name + " did not listen on " + port + " within 10 s");
   }
 
   /** SIGTERM, then SIGKILL if the process has not exited within 10 s. */

@@ -9,6 +9,7 @@ import narwhal.sim.SimEngineOptions;
 import narwhal.sim.SimFleet;
 
 import java.util.List;
+import java.util.function.UnaryOperator;
 
 /**
  * The simulated fleet of a scenario, on its own Vert.x instance inside the bench process, and the fleet file a
@@ -35,6 +36,12 @@ public final class SimBench implements EngineFleet {
       LoadGenerator.join(vertx.close(), 30);
       throw e;
     }
+  }
+
+  /** Two producers (P0, P1) and two consumers (D0, D1), each {@link #engine} shaped by {@code shape}. */
+  public static List<SimEngineOptions> twoPairs(UnaryOperator<SimEngineOptions> shape) {
+    return List.of(shape.apply(engine("P0", "prefill")), shape.apply(engine("P1", "prefill")),
+        shape.apply(engine("D0", "decode")), shape.apply(engine("D1", "decode")));
   }
 
   /**

@@ -3,7 +3,7 @@ package narwhal.bench.report;
 import io.vertx.core.json.JsonObject;
 
 /**
- * A QUALITY.md target checked by a run: what was measured against what was asked. A performance target can
+ * A target of docs/benchmarks.md checked by a run: what was measured against what was asked. A performance target can
  * be MET or MISSED (a miss is a finding, not a failure of the run); a correctness check (R2, R5) that does
  * not hold is VIOLATED and makes the command exit 3. INFO carries a figure with no target.
  */

@@ -60,8 +60,7 @@ public final class ReplicaKillScenario implements Scenario {
     double afterS = smoke ? 4 : 20;
     BenchReport report = env.report();
     Progress progress = env.progress();
-    SimBench fleet = env.own(SimBench.start(List.of(paced("P0", "prefill"), paced("P1", "prefill"), paced("D0", "decode"),
-        paced("D1", "decode"))));
+    SimBench fleet = env.own(SimBench.start(SimBench.twoPairs(engine -> engine.setItlMs(ITL_MS))));
     LoadGenerator load = env.own(new LoadGenerator());
     progress.say("starting 3 clustered replicas");
     ClusterReplicas cluster = ClusterReplicas.start(env, fleet, load, ReplicaKillScenario::tune, REPLICAS);
@@ -156,9 +155,6 @@ public final class ReplicaKillScenario implements Scenario {
     report.raw("outcomes", traffic.toJson());
   }
 
-  private static narwhal.sim.SimEngineOptions paced(String name, String role) {
-    return SimBench.engine(name, role).setItlMs(ITL_MS);
-  }
 
   /** Quarantine long enough to outlast the run; breaker, liveness and readmission quick. */
   static JsonObject tune(JsonObject fleet) {

@@ -20,7 +20,6 @@ import narwhal.bench.report.Fmt;
 import narwhal.bench.report.Progress;
 import narwhal.bench.report.ResultTable;
 import narwhal.bench.report.Verdict;
-import narwhal.sim.SimEngineOptions;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,8 +71,7 @@ public final class RollingRestartScenario implements Scenario {
     int drainDelayS = smoke ? 2 : 5;
     BenchReport report = env.report();
     Progress progress = env.progress();
-    SimBench fleet = env.own(SimBench.start(List.of(paced("P0", "prefill"), paced("P1", "prefill"), paced("D0", "decode"),
-        paced("D1", "decode"))));
+    SimBench fleet = env.own(SimBench.start(SimBench.twoPairs(engine -> engine.setItlMs(ITL_MS))));
     LoadGenerator load = env.own(new LoadGenerator());
     progress.say("starting 3 clustered replicas");
     // the default drain delay (5 s) is left out of the fleet file, so a build from before the key runs the same file
@@ -241,7 +239,4 @@ public final class RollingRestartScenario implements Scenario {
     return h.count() == 0 || settled.count() == 0 ? "—" : Fmt.deltaMs(h.percentile(99) - settled.percentile(99));
   }
 
-  private static SimEngineOptions paced(String name, String role) {
-    return SimBench.engine(name, role).setItlMs(ITL_MS);
-  }
 }

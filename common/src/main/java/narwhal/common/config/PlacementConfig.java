@@ -5,7 +5,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.List;
 
 /**
- * Ours: how placement chooses engines (docs/operations.md#placement). {@code policy}: {@code cache_aware} (prefill by
+ * How placement chooses engines (docs/operations.md#placement). {@code policy}: {@code cache_aware} (prefill by
  * the prompt's leading blocks with bounded load, decode by load), {@code load} (both by load), {@code least_reserved}
  * (both by this replica's reservations, as before). Engine load is read from each engine's {@code /metrics} every
  * {@code metrics_interval_s}, once per interval for the whole cluster, each reading bounded by {@code metrics_timeout_s}.
@@ -71,7 +71,8 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
 
   /** These settings under another policy. */
   public PlacementConfig withPolicy(String other) {
-    return new PlacementConfig(other, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor);
+    return new PlacementConfig(other, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor,
+        modelsRefreshS);
   }
 
   public long metricsIntervalMs() {

@@ -4,11 +4,11 @@ import io.vertx.core.json.JsonObject;
 
 /**
  * Where the router's OpenAI-compatible HTTP server listens (port 0 lets the OS pick one) and who may use it.
- * {@code event_loops} (ours; default: the number of available processors) is how many event
+ * {@code event_loops} (default: the number of available processors) is how many event
  * loops serve it; read at start only. {@code api_key_env} names the environment variable holding the client API
  * keys (comma-separated; "" = {@code /v1/*} open), {@code ops_token_env} the one holding the bearer token that
  * {@code /metrics} and {@code /narwhal/state} then need ("" = open). The keys themselves never appear in the file.
- * {@code cors} is cross-origin access as vLLM allows it ({@link CorsConfig}). {@code health_port} (ours; default
+ * {@code cors} is cross-origin access as vLLM allows it ({@link CorsConfig}). {@code health_port} (default
  * {@link #NO_HEALTH_PORT}, none) is a port of its own for {@code /health} and {@code /ready}, answered by a thread
  * the client traffic never holds up, for a balancer's health checks.
  */

@@ -66,7 +66,7 @@ public record ServingConfig(
       ServingConfig::retryReplenish, DEFAULT_RETRY_REPLENISH, v -> v >= 0 && v <= 1, "a number from 0 to 1");
   static final Key<ServingConfig, Double> GRACEFUL_TIMEOUT_S =
       Key.nonNegativeSeconds("graceful_timeout_s", ServingConfig::gracefulTimeoutS, DEFAULT_GRACEFUL_TIMEOUT_S);
-  /** How long a client may take to send a request's headers and body (ours); slower gets 408 or a closed connection. */
+  /** How long a client may take to send a request's headers and body; slower gets 408 or a closed connection. */
   static final Key<ServingConfig, Double> RECEIVE_TIMEOUT_S =
       Key.positiveSeconds("receive_timeout_s", ServingConfig::receiveTimeoutS, DEFAULT_RECEIVE_TIMEOUT_S);
   /** After SIGTERM, how long new requests are still served while {@code /ready} answers 503 (0 = refuse at once). */

@@ -4,7 +4,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.List;
 
 /**
- * Narwhal's own keys, not in the contract: with {@code embedded} true, {@code demo} and
+ * Narwhal's own keys, not vLLM's: with {@code embedded} true, {@code demo} and
  * {@code serve} start an in-process simulated engine for every {@code engines[]} entry, on that
  * entry's URL port and with its role, so the router can run without GPUs. The other keys shape
  * those engines as engine-sim's options do: latency model, prefix cache, continuous batching. Read at start.

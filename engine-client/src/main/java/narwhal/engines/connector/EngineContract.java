@@ -33,7 +33,7 @@ public final class EngineContract {
   }
 
   /**
-   * The contract one engine is held to: a pinned {@code model} becomes the engine's own model (a fleet of several
+   * What one engine is held to: a pinned {@code model} becomes the engine's own model (a fleet of several
    * models pins everything else once); null stays null.
    */
   public static JsonObject forModel(JsonObject contract, String model) {

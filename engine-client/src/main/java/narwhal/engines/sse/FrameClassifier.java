@@ -27,16 +27,9 @@ final class FrameClassifier {
 
   private final FrameUse use;
   private final FrameScanner scanner = new FrameScanner();
-  private final StringBuilder text = new StringBuilder();
-  private boolean toolCalls;
-  private String finishReason;
+  private final ChoiceOutput out = new ChoiceOutput();
   private JsonObject error;
   private JsonObject usage;
-  private String choiceText;
-  private String reasoningContent;
-  private String reasoning;
-  private String content;
-  private boolean choiceToolCalls;
 
   FrameClassifier() {
     this(FrameUse.RELAY);
@@ -89,8 +82,8 @@ final class FrameClassifier {
       throw new SseFormatException(NOT_AN_OBJECT);
     }
     if (error != null) return new SseEvent.ErrorFrame(new String(event, from, to - from, StandardCharsets.UTF_8), error);
-    SseFrame frame = new SseFrame(wire(event, offset, length, wire), finishReason, usage);
-    return text.isEmpty() && !toolCalls ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, text.toString());
+    SseFrame frame = new SseFrame(wire(event, offset, length, wire), out.finishReason(), usage);
+    return out.none() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, out.text());
   }
 
   /**
@@ -112,30 +105,30 @@ final class FrameClassifier {
     if (json.getValue("error") instanceof JsonObject treeError) {
       return new SseEvent.ErrorFrame(new String(event, from, to - from, StandardCharsets.UTF_8), treeError);
     }
-    text.setLength(0);
-    toolCalls = false;
-    finishReason = null;
+    out.reset();
     if (json.getValue("choices") instanceof JsonArray list) {
       for (int i = 0; i < list.size(); i++) {
         if (list.getValue(i) instanceof JsonObject choice) choice(choice);
       }
     }
     JsonObject treeUsage = json.getValue("usage") instanceof JsonObject u ? u : null;
-    SseFrame frame = new SseFrame(wire(event, offset, length, wire), finishReason, treeUsage, json);
-    return text.isEmpty() && !toolCalls ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, text.toString());
+    SseFrame frame = new SseFrame(wire(event, offset, length, wire), out.finishReason(), treeUsage, json);
+    return out.none() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, out.text());
   }
 
   /** One choice of a tree, read as {@link #choice(JsonParser)} reads it from tokens. */
   private void choice(JsonObject choice) {
     JsonObject delta = choice.getValue("delta") instanceof JsonObject d ? d : null;
-    appendNonNull(choice.getValue("text") instanceof String s ? s : null);
+    out.startChoice();
+    out.choiceText = choice.getValue("text") instanceof String s ? s : null;
     if (delta != null) {
-      appendNonNull(delta.getValue("reasoning_content") instanceof String s ? s : null);
-      appendNonNull(delta.getValue("reasoning") instanceof String s ? s : null);
-      appendNonNull(delta.getValue("content") instanceof String s ? s : null);
-      toolCalls |= delta.getValue("tool_calls") instanceof JsonArray calls && !calls.isEmpty();
+      out.reasoningContent = delta.getValue("reasoning_content") instanceof String s ? s : null;
+      out.reasoning = delta.getValue("reasoning") instanceof String s ? s : null;
+      out.content = delta.getValue("content") instanceof String s ? s : null;
+      out.choiceToolCalls = delta.getValue("tool_calls") instanceof JsonArray calls && !calls.isEmpty();
     }
-    if (choice.getValue("finish_reason") instanceof String s) finishReason = s;
+    out.choiceFinish = choice.getValue("finish_reason") instanceof String s ? s : null;
+    out.endChoice();
   }
 
   private static boolean isDone(byte[] bytes, int from, int to) {
@@ -163,9 +156,7 @@ final class FrameClassifier {
   }
 
   private void choices(JsonParser parser, JsonToken value) throws IOException {
-    text.setLength(0);
-    toolCalls = false;
-    finishReason = null;
+    out.reset();
     if (value != JsonToken.START_ARRAY) return;
     for (JsonToken item = parser.nextToken(); item != JsonToken.END_ARRAY; item = parser.nextToken()) {
       if (item == JsonToken.START_OBJECT) {
@@ -177,42 +168,32 @@ final class FrameClassifier {
   }
 
   private void choice(JsonParser parser) throws IOException {
-    choiceText = null;
-    String choiceFinish = null;
-    delta(parser, null);
+    out.startChoice();
     String name;
     while ((name = parser.nextFieldName()) != null) {
       JsonToken value = parser.nextToken();
       switch (name) {
-        case "text" -> choiceText = string(parser, value);
-        case "finish_reason" -> choiceFinish = string(parser, value);
+        case "text" -> out.choiceText = string(parser, value);
+        case "finish_reason" -> out.choiceFinish = string(parser, value);
         case "delta" -> delta(parser, value);
         default -> { }
       }
       parser.skipChildren();
     }
-    appendNonNull(choiceText);
-    appendNonNull(reasoningContent);
-    appendNonNull(reasoning);
-    appendNonNull(content);
-    toolCalls |= choiceToolCalls;
-    if (choiceFinish != null) finishReason = choiceFinish;
+    out.endChoice();
   }
 
   private void delta(JsonParser parser, JsonToken value) throws IOException {
-    reasoningContent = null;
-    reasoning = null;
-    content = null;
-    choiceToolCalls = false;
+    out.resetDelta();
     if (value != JsonToken.START_OBJECT) return;
     String name;
     while ((name = parser.nextFieldName()) != null) {
       JsonToken field = parser.nextToken();
       switch (name) {
-        case "reasoning_content" -> reasoningContent = string(parser, field);
-        case "reasoning" -> reasoning = string(parser, field);
-        case "content" -> content = string(parser, field);
-        case "tool_calls" -> choiceToolCalls = field == JsonToken.START_ARRAY && nonEmptyArray(parser);
+        case "reasoning_content" -> out.reasoningContent = string(parser, field);
+        case "reasoning" -> out.reasoning = string(parser, field);
+        case "content" -> out.content = string(parser, field);
+        case "tool_calls" -> out.choiceToolCalls = field == JsonToken.START_ARRAY && nonEmptyArray(parser);
         default -> { }
       }
       parser.skipChildren();
@@ -237,7 +218,4 @@ final class FrameClassifier {
     return value == JsonToken.VALUE_STRING ? parser.getText() : null;
   }
 
-  private void appendNonNull(String value) {
-    if (value != null) text.append(value);
-  }
 }

@@ -49,24 +49,13 @@ final class FrameScanner {
   private static final byte[] K_REASONING_CONTENT = ascii("reasoning_content");
   private static final byte[] K_TOOL_CALLS = ascii("tool_calls");
 
-  /** The text of more than one piece, joined; {@link #piece} while there is at most one (the usual frame). */
-  private final StringBuilder text = new StringBuilder();
-  private String piece;
-  private boolean joined;
+  private final ChoiceOutput out = new ChoiceOutput();
   private final StringBuilder unescaped = new StringBuilder();
-  private boolean toolCalls;
-  private String finishReason;
 
   private byte[] b;
   private int p;
   private int end;
   private int depth;
-
-  private String choiceText;
-  private String reasoningContent;
-  private String reasoning;
-  private String content;
-  private boolean choiceToolCalls;
 
   /** Reads {@code bytes[from, to)}; true when it could, with {@link #text}, {@link #toolCalls} and {@link #finishReason} set. */
   boolean scan(byte[] bytes, int from, int to) {
@@ -75,7 +64,7 @@ final class FrameScanner {
     end = to;
     depth = 0;
     try {
-      resetChoices();
+      out.reset();
       ws();
       expect('{');
       topObject();
@@ -90,42 +79,28 @@ final class FrameScanner {
 
   /** The generated text of the frame's choices, in choice order (text, reasoning, content of each). */
   String text() {
-    return joined ? text.toString() : piece == null ? "" : piece;
+    return out.text();
   }
 
   boolean hasText() {
-    return joined ? text.length() > 0 : piece != null && !piece.isEmpty();
+    return out.hasText();
   }
 
   boolean toolCalls() {
-    return toolCalls;
+    return out.toolCalls();
   }
 
   String finishReason() {
-    return finishReason;
-  }
-
-  private void resetChoices() {
-    text.setLength(0);
-    piece = null;
-    joined = false;
-    toolCalls = false;
-    finishReason = null;
+    return out.finishReason();
   }
 
   private void topObject() {
-    enter();
-    ws();
-    if (peek() == '}') {
-      p++;
-      depth--;
-      return;
-    }
+    if (enteredEmpty('}')) return;
     while (true) {
       int key = key(true);
       switch (key) {
         case CHOICES -> {
-          resetChoices();
+          out.reset();
           if (peek() == '[') choices(); else skipValue();
         }
         case ERROR_OR_USAGE -> {
@@ -141,13 +116,7 @@ final class FrameScanner {
 
   private void choices() {
     p++;
-    enter();
-    ws();
-    if (peek() == ']') {
-      p++;
-      depth--;
-      return;
-    }
+    if (enteredEmpty(']')) return;
     do {
       ws();
       if (peek() == '{') choice(); else skipValue();
@@ -159,9 +128,7 @@ final class FrameScanner {
   private void choice() {
     p++;
     enter();
-    choiceText = null;
-    String choiceFinish = null;
-    resetDelta();
+    out.startChoice();
     ws();
     if (peek() == '}') {
       p++;
@@ -169,10 +136,10 @@ final class FrameScanner {
       while (true) {
         int key = key(false);
         switch (key) {
-          case TEXT -> choiceText = stringOrSkip();
-          case FINISH_REASON -> choiceFinish = stringOrSkip();
+          case TEXT -> out.choiceText = stringOrSkip();
+          case FINISH_REASON -> out.choiceFinish = stringOrSkip();
           case DELTA -> {
-            resetDelta();
+            out.resetDelta();
             if (peek() == '{') delta(); else skipValue();
           }
           default -> skipValue();
@@ -181,37 +148,19 @@ final class FrameScanner {
       }
     }
     depth--;
-    appendNonNull(choiceText);
-    appendNonNull(reasoningContent);
-    appendNonNull(reasoning);
-    appendNonNull(content);
-    toolCalls |= choiceToolCalls;
-    if (choiceFinish != null) finishReason = choiceFinish;
-  }
-
-  private void resetDelta() {
-    reasoningContent = null;
-    reasoning = null;
-    content = null;
-    choiceToolCalls = false;
+    out.endChoice();
   }
 
   private void delta() {
     p++;
-    enter();
-    ws();
-    if (peek() == '}') {
-      p++;
-      depth--;
-      return;
-    }
+    if (enteredEmpty('}')) return;
     while (true) {
       int key = deltaKey();
       switch (key) {
-        case REASONING_CONTENT -> reasoningContent = stringOrSkip();
-        case REASONING -> reasoning = stringOrSkip();
-        case CONTENT -> content = stringOrSkip();
-        case TOOL_CALLS -> choiceToolCalls = peek() == '[' ? nonEmptyArray() : skipFalse();
+        case REASONING_CONTENT -> out.reasoningContent = stringOrSkip();
+        case REASONING -> out.reasoning = stringOrSkip();
+        case CONTENT -> out.content = stringOrSkip();
+        case TOOL_CALLS -> out.choiceToolCalls = peek() == '[' ? nonEmptyArray() : skipFalse();
         default -> skipValue();
       }
       if (!next('}')) break;
@@ -227,13 +176,7 @@ final class FrameScanner {
   /** Skips the array at the cursor; true when it has an element. */
   private boolean nonEmptyArray() {
     p++;
-    enter();
-    ws();
-    if (peek() == ']') {
-      p++;
-      depth--;
-      return false;
-    }
+    if (enteredEmpty(']')) return false;
     do {
       ws();
       skipValue();
@@ -509,6 +452,16 @@ final class FrameScanner {
     if (++depth > MAX_DEPTH) throw DECLINE;
   }
 
+  /** Enters the object or array just opened; true when it is empty, and then left again ({@code close} read). */
+  private boolean enteredEmpty(char close) {
+    enter();
+    ws();
+    if (peek() != close) return false;
+    p++;
+    depth--;
+    return true;
+  }
+
   private byte peek() {
     return at(p);
   }
@@ -529,18 +482,6 @@ final class FrameScanner {
       byte c = b[p];
       if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
       p++;
-    }
-  }
-
-  private void appendNonNull(String value) {
-    if (value == null) return;
-    if (joined) {
-      text.append(value);
-    } else if (piece == null) {
-      piece = value;
-    } else {
-      text.append(piece).append(value);
-      joined = true;
     }
   }
 

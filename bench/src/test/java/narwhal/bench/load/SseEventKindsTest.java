@@ -1,14 +1,39 @@
 package narwhal.bench.load;
 
+import io.vertx.core.buffer.Buffer;
+import narwhal.engines.sse.SseEvent;
+import narwhal.engines.sse.SseReader;
 import org.junit.jupiter.api.Test;
 
-import static narwhal.bench.load.SseFrames.Kind.DONE;
-import static narwhal.bench.load.SseFrames.Kind.ERROR;
-import static narwhal.bench.load.SseFrames.Kind.METADATA;
-import static narwhal.bench.load.SseFrames.Kind.OUTPUT;
+import java.util.ArrayList;
+import java.util.List;
+
+import static narwhal.bench.load.SseEventKindsTest.Kind.DONE;
+import static narwhal.bench.load.SseEventKindsTest.Kind.ERROR;
+import static narwhal.bench.load.SseEventKindsTest.Kind.METADATA;
+import static narwhal.bench.load.SseEventKindsTest.Kind.OUTPUT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-class SseFramesTest {
+/**
+ * The frames bench's load generator meets, as engine-client's {@link SseReader} (what {@link SseTimer} reads with)
+ * classifies them; the cases and assertions of bench's former frame classifier, kept as they were.
+ */
+class SseEventKindsTest {
+  enum Kind { OUTPUT, METADATA, ERROR, DONE }
+
+  /** One event's data, fed as a relay reader gets it, and the kind of the one event it makes. */
+  private static final class SseFrames {
+    static Kind classify(String data) {
+      List<SseEvent> events = new ArrayList<>();
+      new SseReader(SseTimer.MAX_EVENT_BYTES, events::add).feed(Buffer.buffer("data: " + data + "\n\n"));
+      assertEquals(1, events.size(), data);
+      SseEvent event = events.get(0);
+      if (event instanceof SseEvent.Output) return OUTPUT;
+      if (event instanceof SseEvent.Metadata) return METADATA;
+      if (event instanceof SseEvent.ErrorFrame) return ERROR;
+      return DONE;
+    }
+  }
 
   @Test
   void completionFramesWithTextAreOutput() {
