@@ -65,6 +65,10 @@ final class CompletionHandler {
     } else if (req.simFault instanceof JsonObject) {
       own = new FaultRule((JsonObject) req.simFault);
     }
+    if (own != null && own.type().connectionLevel()) {
+      throw new IllegalArgumentException(own.kind() + " acts on connections the engine accepts later, not on this request:"
+        + " add it with POST /sim/faults");
+    }
     if (own != null && own.type() == InjectedFault.HEALTH_503) {
       engine.faults().activateHealth(own);
       own = null;

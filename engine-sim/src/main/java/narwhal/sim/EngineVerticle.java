@@ -112,6 +112,7 @@ final class EngineVerticle extends VerticleBase {
 
   private Future<Void> listenInference(int wanted) {
     return vertx.createHttpServer(serverOptions(wanted))
+      .connectionHandler(connection -> ConnectionFaults.apply(engine, connection))
       .requestHandler(inferenceRouter)
       .listen()
       .map(server -> {
@@ -141,8 +142,13 @@ final class EngineVerticle extends VerticleBase {
     return engine.config().getHost() + ":" + actual;
   }
 
+  /**
+   * HTTP/1.1 only, as vLLM's server speaks: without h2c detection Vert.x reads nothing before the connection
+   * handler has run, so a connection fault ({@link ConnectionFaults}) acts before the first byte is read.
+   */
   private HttpServerOptions serverOptions(int wanted) {
-    return new HttpServerOptions().setHost(engine.config().getHost()).setPort(wanted).setReuseAddress(true);
+    return new HttpServerOptions().setHost(engine.config().getHost()).setPort(wanted).setReuseAddress(true)
+      .setHttp2ClearTextEnabled(false);
   }
 
   /** A loopback port nothing listens on, for descriptors that point at a wrong side channel. */

@@ -21,6 +21,7 @@ public final class FaultRule {
   static final Set<String> RESERVED = Set.of("kind", "phase", "count", "probability", "model");
   static final Set<String> BAD_BLOCK_VARIANTS = Set.of("strings", "floats", "booleans", "negative", "not_list", "mixed");
   static final Set<String> FOREIGN_VARIANTS = Set.of("mooncake", "sglang", "lmcache");
+  static final Set<String> STORM_MODES = Set.of("reset", "close");
 
   private final InjectedFault type;
   private String phase = "any";
@@ -106,6 +107,9 @@ public final class FaultRule {
   public FaultRule phase(String phase) {
     if (!PHASES.contains(phase)) {
       throw new IllegalArgumentException("fault phase must be prefill, decode or any, got '" + phase + "'");
+    }
+    if (type.connectionLevel() && !"any".equals(phase)) {
+      throw new IllegalArgumentException(type.wire + " acts on a connection before any request is read: it takes no phase or model");
     }
     this.phase = phase;
     return this;
@@ -240,6 +244,15 @@ public final class FaultRule {
       if (status < 100 || status > 599) {
         throw new IllegalArgumentException("fault status must be within 100..599, got " + status);
       }
+    }
+    if (type.connectionLevel() && (!"any".equals(phase) || model != null)) {
+      throw new IllegalArgumentException(type.wire + " acts on a connection before any request is read: it takes no phase or model");
+    }
+    if (type == InjectedFault.REFUSE_STORM && hasParam("mode") && !STORM_MODES.contains(stringParam("mode", ""))) {
+      throw new IllegalArgumentException("refuse_storm mode must be one of " + STORM_MODES);
+    }
+    if (type == InjectedFault.TRICKLE_HEADERS && hasParam("interval_ms") && doubleParam("interval_ms", 0) < 1) {
+      throw new IllegalArgumentException("trickle_headers interval_ms must be at least 1");
     }
     if (type == InjectedFault.DESCRIPTOR_BAD_BLOCK_IDS && hasParam("variant")
       && !BAD_BLOCK_VARIANTS.contains(stringParam("variant", ""))) {

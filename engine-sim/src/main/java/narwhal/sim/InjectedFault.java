@@ -26,7 +26,10 @@ enum InjectedFault {
   KV_TRANSFER_FAIL("kv_transfer_fail"),
   HEALTH_503("health_503"),
   SLOW_TOKENS("slow_tokens"),
-  QUEUE_FULL("queue_full");
+  QUEUE_FULL("queue_full"),
+  ACCEPT_NO_READ("accept_no_read"),
+  TRICKLE_HEADERS("trickle_headers"),
+  REFUSE_STORM("refuse_storm");
 
   private static final Map<String, InjectedFault> BY_WIRE =
     Arrays.stream(values()).collect(Collectors.toMap(k -> k.wire, Function.identity()));
@@ -52,6 +55,11 @@ enum InjectedFault {
       || this == DESCRIPTOR_FOREIGN_CONNECTOR || this == DESCRIPTOR_WRONG_SIDE_CHANNEL || this == LEASE_EXPIRY;
   }
 
+  /** Faults of a TCP connection, applied when the engine accepts it, before any request on it is read. */
+  boolean connectionLevel() {
+    return this == ACCEPT_NO_READ || this == TRICKLE_HEADERS || this == REFUSE_STORM;
+  }
+
   /** Whether a request of this phase (carrying a KV handoff or not) can consume a rule of this kind. */
   boolean appliesTo(String phase, boolean hasHandoff) {
     if (prefillOnly()) {
@@ -60,6 +68,6 @@ enum InjectedFault {
     if (this == KV_TRANSFER_FAIL) {
       return hasHandoff;
     }
-    return this != HEALTH_503;
+    return this != HEALTH_503 && !connectionLevel();
   }
 }
