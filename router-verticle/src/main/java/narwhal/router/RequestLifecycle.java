@@ -407,7 +407,7 @@ final class RequestLifecycle implements Admission.Cuttable {
       ctx.controlBus().unlist(a.consumer.iid(), request.model());
     }
     ctx.metrics().invalid();
-    finish(RequestOutcome.INVALID, FaultKind.ENGINE_REJECTED.reason(), refused.status, null);
+    finish(RequestOutcome.INVALID, FaultKind.ENGINE_REJECTED.reason(), refused.status, refused.errorType);
   }
 
   /**

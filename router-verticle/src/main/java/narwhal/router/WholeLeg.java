@@ -41,12 +41,24 @@ final class WholeLeg implements ClientEnd {
   static final class EngineRefused extends RuntimeException {
     final int status;
     final boolean modelMissing;
+    /** The error {@code type} of the engine's answer, which the client got as is; null when it names none. */
+    final String errorType;
 
-    EngineRefused(int status, boolean modelMissing) {
+    EngineRefused(int status, boolean modelMissing, String errorType) {
       super("engine answered HTTP " + status, null, false, false);
       this.status = status;
       this.modelMissing = modelMissing;
+      this.errorType = errorType;
     }
+  }
+
+  /** The {@code type} of an error answer: its error object's, or vLLM's older top-level {@code "object": "error"} one's. */
+  private static String errorType(JsonObject json) {
+    if (json == null) return null;
+    Object error = json.getValue("error");
+    Object type = error instanceof JsonObject e ? e.getValue("type")
+        : "error".equals(json.getValue("object")) ? json.getValue("type") : null;
+    return type instanceof String t ? t : null;
   }
 
   private final RouterContext ctx;
@@ -169,7 +181,9 @@ final class WholeLeg implements ClientEnd {
     String type = resp.getHeader("content-type");
     client.setStatusCode(resp.statusCode()).putHeader("content-type", type == null ? "application/json" : type);
     ownerRecorded.onComplete(x -> client.end(body));
-    if (resp.statusCode() != 200) return Future.failedFuture(new EngineRefused(resp.statusCode(), modelMissing(resp.statusCode(), json)));
+    if (resp.statusCode() != 200) {
+      return Future.failedFuture(new EngineRefused(resp.statusCode(), modelMissing(resp.statusCode(), json), errorType(json)));
+    }
     return Future.succeededFuture(new DecodeEnd(null, json != null && json.getValue("usage") instanceof JsonObject u ? usage(u) : null, 0));
   }
 
