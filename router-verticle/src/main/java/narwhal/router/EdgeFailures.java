@@ -33,7 +33,8 @@ final class EdgeFailures {
 
   /**
    * A request head the HTTP decoder could not read or refused ({@link FramingDecoder}): 4xx with its error and a
-   * journal row, then close; the decoder reads nothing more from the connection.
+   * journal row (its endpoint null when the request line itself was not read), then close; the decoder reads nothing
+   * more from the connection.
    */
   void malformed(HttpServerRequest request) {
     Throwable cause = request.decoderResult().cause();
@@ -45,7 +46,8 @@ final class EdgeFailures {
     ctx.metrics().offered();
     String rid = UUID.randomUUID().toString();
     request.response().putHeader("x-request-id", rid).putHeader("connection", "close");
-    EdgeRefusal.refuse(ctx, request, rid, Instant.now(), System.nanoTime(), error, RequestOutcome.INVALID);
+    String endpoint = request.headers().contains(FramingDecoder.UNREAD) ? null : request.path();
+    EdgeRefusal.refuse(ctx, request, endpoint, rid, Instant.now(), System.nanoTime(), error, RequestOutcome.INVALID);
     request.connection().close();
   }
 

@@ -44,15 +44,19 @@ final class EdgeRefusal {
 
   /** {@code terminal} is {@code INVALID} or {@code REJECTED}. */
   static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, RequestOutcome terminal) {
-    refuse(ctx, rc.request(), rc.get(RequestKeys.RID), rc.get(RequestKeys.ARRIVED), rc.get(RequestKeys.ARRIVED_NANOS), error, terminal);
+    refuse(ctx, rc.request(), rc.request().path(), rc.get(RequestKeys.RID), rc.get(RequestKeys.ARRIVED),
+        rc.get(RequestKeys.ARRIVED_NANOS), error, terminal);
   }
 
-  /** The same for a request that never reached the router's routes (a request head the decoder refused). */
-  static void refuse(RouterContext ctx, HttpServerRequest request, String rid, Instant arrived, long arrivedNanos, EdgeError error,
-      RequestOutcome terminal) {
+  /**
+   * The same for a request that never reached the router's routes (a request head the decoder refused);
+   * {@code endpoint} is the journal row's, null when no path was read.
+   */
+  static void refuse(RouterContext ctx, HttpServerRequest request, String endpoint, String rid, Instant arrived,
+      long arrivedNanos, EdgeError error, RequestOutcome terminal) {
     if (terminal == RequestOutcome.INVALID) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
     error.send(request.response());
-    ctx.journal().append(new JournalRow(rid, request.getHeader("x-request-id"), request.path(), arrived, arrivedNanos)
+    ctx.journal().append(new JournalRow(rid, request.getHeader("x-request-id"), endpoint, arrived, arrivedNanos)
         .ending(terminal, error.reason(), error.status(), error.type()).done());
   }
 }

@@ -50,10 +50,17 @@ final class FramingDecoder extends VertxHttpRequestDecoder {
     return super.createMessage(initialLine);
   }
 
+  /**
+   * The header that marks the request {@link #createInvalidMessage} makes, so its placeholder path is never taken
+   * for a path a client called.
+   */
+  static final String UNREAD = "x-narwhal-request-line";
+
   /** A refused request line leaves no request to answer with: this one (HTTP/1.1) is answered instead. */
   @Override
   protected HttpMessage createInvalidMessage() {
-    return new DefaultHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, "/bad-request", HeadersMultiMap.httpHeaders());
+    return new DefaultHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, "/bad-request",
+        HeadersMultiMap.httpHeaders().add(UNREAD, "unread"));
   }
 
   @Override

@@ -16,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -124,6 +125,33 @@ class RequestFramingTest {
     refusedThenClosed("POST /v1/completions http/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "unsupported HTTP version http/1.1");
     refusedThenClosed("POST /v1/completions HTTP/7.0\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "unsupported HTTP version");
     refusedThenClosed("POST /v1/completions HTTP/1.1 x\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "unsupported HTTP version");
+  }
+
+  /**
+   * The row of a refused request head: a request line the decoder could not read has no path the client called
+   * (endpoint null, never the decoder's placeholder); a head refused for its headers keeps the path.
+   */
+  @Test
+  void aRefusedRequestHeadIsJournalledWithThePathTheClientCalledOrNone() throws Exception {
+    String longLine = "GET /tokenize?" + "c".repeat(9000) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    JsonObject line = refusedRow(longLine, 414);
+    assertNull(line.getString("endpoint"), line.encode());
+    assertEquals("invalid", line.getString("terminal"), line.encode());
+    JsonObject version = refusedRow("POST /v1/completions HTTP/1.2\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 400);
+    assertNull(version.getString("endpoint"), version.encode());
+    JsonObject headers = refusedRow("POST /tokenize HTTP/1.1\r\nHost: x\r\nX-Big: " + "b".repeat(20000) + "\r\n\r\n", 431);
+    assertEquals("/tokenize", headers.getString("endpoint"), headers.encode());
+    assertEquals("invalid", headers.getString("terminal"), headers.encode());
+  }
+
+  private static JsonObject refusedRow(String raw, int status) throws Exception {
+    String answer = exchange(raw);
+    assertEquals(List.of(status), statuses(answer), answer);
+    Matcher rid = Pattern.compile("(?i)\r\nx-request-id: ([0-9a-f-]{36})").matcher(answer);
+    assertTrue(rid.find(), answer);
+    JsonObject row = h.journalRow(rid.group(1));
+    assertEquals(status, row.getInteger("status"), row.encode());
+    return row;
   }
 
   @Test

@@ -154,6 +154,22 @@ class WholeEndpointsTest {
     }
   }
 
+  /** An engine's own 4xx reaches the client as is; the row names the type the client got, as a completion's does. */
+  @Test
+  void anEnginesOwnRefusalIsJournaledWithTheTypeTheClientGot() throws Exception {
+    for (String iid : List.of("D0", "D1")) {
+      h.engine(iid).faults().add(new JsonObject().put("kind", "status").put("status", 400).put("type", "BadRequestError")
+          .put("phase", "decode").put("count", 1));
+    }
+    RouterHarness.Reply reply = h.post("/v1/embeddings", new JsonObject().put("input", "refuse me"));
+    assertEquals(400, reply.status(), reply.body());
+    assertEquals("BadRequestError", reply.json().getJsonObject("error").getString("type"), reply.body());
+    JsonObject row = h.journalRow(reply.requestId());
+    assertEquals("invalid", row.getString("terminal"), row.encode());
+    assertEquals("engine_rejected", row.getString("reason"), row.encode());
+    assertEquals("BadRequestError", row.getString("error_type"), row.encode());
+  }
+
   @Test
   void aStoredResponseIsReadAndCancelledOnTheEngineThatAnsweredIt() throws Exception {
     RouterHarness.Reply answer = h.post("/v1/responses", new JsonObject().put("model", RouterHarness.MODEL).put("input", "keep me")
