@@ -68,15 +68,6 @@ final class WholeLeg implements ClientEnd {
     }
   }
 
-  /** The {@code type} of an error answer: its error object's, or vLLM's older top-level {@code "object": "error"} one's. */
-  private static String errorType(JsonObject json) {
-    if (json == null) return null;
-    Object error = json.getValue("error");
-    Object type = error instanceof JsonObject e ? e.getValue("type")
-        : "error".equals(json.getValue("object")) ? json.getValue("type") : null;
-    return type instanceof String t ? t : null;
-  }
-
   private final RouterContext ctx;
   private final ResponseOwners owners;
   private final InferenceRequest request;
