@@ -2,7 +2,12 @@ package narwhal.router;
 
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
+import narwhal.common.config.EngineConfig;
 import narwhal.common.fault.EdgeFailure;
+
+import java.net.URI;
+import java.util.List;
+import java.util.regex.Pattern;
 
 /**
  * An error answered before any output, in the OpenAI/vLLM shape {@code {"error": {message, type, param, code}}}
@@ -116,13 +121,13 @@ record EdgeError(int status, String type, String message, String param, Object c
    * error passed to a client (docs/errors.md) must not tell it where the fleet's engines are; the journal keeps the
    * engine's own words.
    */
-  static String redacted(String message, java.util.List<narwhal.common.config.EngineConfig> engines) {
+  static String redacted(String message, List<EngineConfig> engines) {
     if (message == null || message.isEmpty()) return message;
     String out = message;
-    for (narwhal.common.config.EngineConfig engine : engines) {
-      java.net.URI uri;
+    for (EngineConfig engine : engines) {
+      URI uri;
       try {
-        uri = java.net.URI.create(engine.url());
+        uri = URI.create(engine.url());
       } catch (IllegalArgumentException notAUri) {
         continue;
       }
@@ -130,12 +135,12 @@ record EdgeError(int status, String type, String message, String param, Object c
       if (host == null) continue;
       String bareHost = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
       int port = uri.getPort();
-      String quotedHost = java.util.regex.Pattern.quote(host);
+      String quotedHost = Pattern.quote(host);
       out = out.replaceAll("(?i)\\b[a-z][a-z0-9+.-]*://" + quotedHost + (port >= 0 ? ":" + port : "(?::\\d+)?") + "[^\\s\"'<>)]*",
           "<engine>");
       if (port >= 0) out = out.replace(host + ":" + port, "<engine>");
       if (bareHost.contains(".") || bareHost.contains(":")) {
-        out = out.replaceAll("(?<![\\w.:-])" + java.util.regex.Pattern.quote(bareHost) + "(?![\\w-]|\\.\\w)", "<engine>");
+        out = out.replaceAll("(?<![\\w.:-])" + Pattern.quote(bareHost) + "(?![\\w-]|\\.\\w)", "<engine>");
       }
     }
     return out;

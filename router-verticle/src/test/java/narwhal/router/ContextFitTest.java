@@ -40,11 +40,6 @@ class ContextFitTest {
     h.resetEngines();
   }
 
-  private static String words(int n) {
-    StringBuilder text = new StringBuilder();
-    for (int i = 0; i < n; i++) text.append(i == 0 ? "" : " ").append("w").append(i % 97);
-    return text.toString();
-  }
 
   private static int held(String iid) {
     return h.engine(iid).stats().getInteger("handoffs_held");
@@ -53,7 +48,7 @@ class ContextFitTest {
   /** The reproduction: 32 over-context requests, then normal traffic, on two producers of 4096 blocks each. */
   @Test
   void overContextRequestsHoldNoKvAndNormalTrafficIsServed() throws Exception {
-    JsonObject tooLong = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", words(4095)).put("max_tokens", 4);
+    JsonObject tooLong = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", RouterHarness.words(4095)).put("max_tokens", 4);
     RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", tooLong);
     assertEquals(400, direct.status(), direct.body());
     List<Future<RouterHarness.Reply>> refused = new ArrayList<>();
@@ -64,7 +59,7 @@ class ContextFitTest {
     assertEquals(0, held("P0") + held("P1"), "no handoff held for requests that cannot decode");
     for (int i = 0; i < 20; i++) {
       RouterHarness.Reply ok = h.post("/v1/completions", new JsonObject().put("model", RouterHarness.MODEL)
-          .put("prompt", words(2000) + " normal " + i).put("max_tokens", 8));
+          .put("prompt", RouterHarness.words(2000) + " normal " + i).put("max_tokens", 8));
       assertEquals(200, ok.status(), ok.body());
     }
     assertEquals(0, held("P0") + held("P1"));
@@ -82,8 +77,8 @@ class ContextFitTest {
 
   @Test
   void chatIsCountedWithItsTemplateAndRefusedAsTheEngineWould() {
-    JsonArray messages = new JsonArray().add(new JsonObject().put("role", "system").put("content", words(10)))
-        .add(new JsonObject().put("role", "user").put("content", words(4080)));
+    JsonArray messages = new JsonArray().add(new JsonObject().put("role", "system").put("content", RouterHarness.words(10)))
+        .add(new JsonObject().put("role", "user").put("content", RouterHarness.words(4080)));
     JsonObject chat = new JsonObject().put("model", RouterHarness.MODEL).put("messages", messages).put("max_completion_tokens", 10);
     RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/chat/completions", chat);
     RouterHarness.Reply reply = h.post("/v1/chat/completions", chat);

@@ -40,11 +40,6 @@ class EdgeValidationTest {
     h.resetEngines();
   }
 
-  private static String words(int n) {
-    StringBuilder text = new StringBuilder();
-    for (int i = 0; i < n; i++) text.append(i == 0 ? "" : " ").append("w").append(i % 97);
-    return text.toString();
-  }
 
   /** The legs the engines saw for {@code rid}, prefill's and decode's, bodies included. */
   private static List<JsonObject> legs(String rid) {
@@ -142,7 +137,7 @@ class EdgeValidationTest {
 
   @Test
   void withoutAnOutputLimitTheRefusalIsVllmsForTheClientsRequest() throws Exception {
-    JsonObject tooLong = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", words(4097));
+    JsonObject tooLong = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", RouterHarness.words(4097));
     RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", tooLong);
     assertEquals(400, direct.status(), direct.body());
     RouterHarness.Reply reply = h.post("/v1/completions", tooLong);
@@ -150,9 +145,9 @@ class EdgeValidationTest {
     assertEquals(direct.json(), reply.json(), "not the prefill leg's one output token");
     assertTrue(reply.error().getString("message").contains("you requested 0 output tokens"), reply.body());
     assertTrue(legs(reply.requestId()).stream().noneMatch(r -> String.valueOf(r.getValue("request_id")).endsWith("-prefill")));
-    RouterHarness.Reply full = h.post("/v1/completions", tooLong.copy().put("prompt", words(4096)));
+    RouterHarness.Reply full = h.post("/v1/completions", tooLong.copy().put("prompt", RouterHarness.words(4096)));
     assertEquals(400, full.status(), full.body());
     assertEquals("max_tokens must be at least 1, got 0.", full.error().getString("message"), "no room left for any output");
-    assertEquals(200, h.post("/v1/completions", tooLong.copy().put("prompt", words(4095))).status());
+    assertEquals(200, h.post("/v1/completions", tooLong.copy().put("prompt", RouterHarness.words(4095))).status());
   }
 }

@@ -164,6 +164,13 @@ final class RouterHarness implements AutoCloseable {
   }
 
   /** The generated text of one frame as a JSON tree (docs/errors.md): completions' {@code text}, chat's reasoning and content deltas. */
+  /** A prompt of {@code n} words, each one token for the simulator's tokenizer. */
+  static String words(int n) {
+    StringBuilder text = new StringBuilder();
+    for (int i = 0; i < n; i++) text.append(i == 0 ? "" : " ").append("w").append(i % 97);
+    return text.toString();
+  }
+
   static String outputText(JsonObject frame) {
     if (!(frame.getValue("choices") instanceof JsonArray choices)) return "";
     StringBuilder out = new StringBuilder();
