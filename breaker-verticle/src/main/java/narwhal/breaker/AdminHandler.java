@@ -1,7 +1,11 @@
 package narwhal.breaker;
 
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.auth.BearerKeys;
 import narwhal.common.bus.Addresses;
@@ -15,9 +19,36 @@ import java.util.function.UnaryOperator;
 /**
  * Serves the {@link AdminCommand}s of docs/operations.md#admin-commands on {@link Addresses#ADMIN}: checks the token (every command but
  * {@code state} needs it), checks the arguments, applies the command to the book and replies with the breaker's state
- * once the change is cluster state; a wave restart first validates the whole fleet.
+ * once the change is cluster state, with every replica's view gathered ({@link Peers}); a wave restart first validates
+ * the whole fleet. A command about an engine this replica's fleet file does not list goes to a replica that lists it.
  */
 final class AdminHandler {
+  /** Header of a command one replica passed to another: it is not passed on again. */
+  static final String FORWARDED = "forwarded-by";
+  private static final long FORWARD_TIMEOUT_MS = 30_000;
+
+  /** The other replicas: their views gathered into a reply, and which of them lists an engine. */
+  interface Peers {
+    /** {@code own} with {@code replicas}: every replica's view ({@code replica}, {@code member}, {@code answered}, {@code engines}). */
+    Future<JsonObject> gathered(JsonObject own);
+
+    /** The admin address of another replica that lists {@code iid}, or null when none does. */
+    Future<String> listing(String iid);
+
+    /** A replica alone. */
+    Peers NONE = new Peers() {
+      @Override
+      public Future<JsonObject> gathered(JsonObject own) {
+        return Future.succeededFuture(own);
+      }
+
+      @Override
+      public Future<String> listing(String iid) {
+        return Future.succeededFuture(null);
+      }
+    };
+  }
+
   private final Vertx vertx;
   private final BreakerBook book;
   private final OutcomeIntake intake;
@@ -25,10 +56,17 @@ final class AdminHandler {
   private final BreakerMetrics metrics;
   private final Supplier<String> token;
   private final Supplier<JsonObject> state;
+  private final Peers peers;
 
   /** @param token the configured admin token, or null when none is set */
   AdminHandler(Vertx vertx, BreakerBook book, OutcomeIntake intake, ProbeScheduler probes, BreakerMetrics metrics,
                Supplier<String> token, Supplier<JsonObject> state) {
+    this(vertx, book, intake, probes, metrics, token, state, Peers.NONE);
+  }
+
+  AdminHandler(Vertx vertx, BreakerBook book, OutcomeIntake intake, ProbeScheduler probes, BreakerMetrics metrics,
+               Supplier<String> token, Supplier<JsonObject> state, Peers peers) {
+    this.peers = peers;
     this.vertx = vertx;
     this.book = book;
     this.intake = intake;
@@ -64,13 +102,17 @@ final class AdminHandler {
     }
     String iid = args.getString("iid");
     if (command.aboutEngine() && (iid == null || !book.knows(iid))) {
-      msg.fail(Failures.BAD_MESSAGE, name + ": unknown engine " + iid);
+      if (iid == null || msg.headers().get(FORWARDED) != null) {
+        msg.fail(Failures.BAD_MESSAGE, name + ": unknown engine " + iid);
+      } else {
+        forward(msg, body, name, iid);
+      }
       return;
     }
     boolean force = Boolean.TRUE.equals(args.getValue("force"));
     try {
       switch (command) {
-        case STATE -> msg.reply(state.get());
+        case STATE -> reply(msg);
         case EJECT -> replyAfter(msg, () -> book.eject(iid, force));
         case READMIT -> replyAfter(msg, () -> book.readmit(iid));
         case QUARANTINE -> quarantine(msg, iid, args.getValue("seconds"), force);
@@ -107,7 +149,39 @@ final class AdminHandler {
       msg.fail(Failures.BAD_MESSAGE, refused.getMessage());
       return;
     }
-    intake.step(() -> actions).onComplete(v -> msg.reply(state.get()));
+    intake.step(() -> actions).onComplete(v -> reply(msg));
+  }
+
+  /** Replies with this replica's state and every replica's view (this one's alone if gathering fails). */
+  private void reply(Message<JsonObject> msg) {
+    JsonObject own = state.get();
+    peers.gathered(own).onComplete(ar -> msg.reply(ar.succeeded() ? ar.result() : own));
+  }
+
+  /**
+   * An engine this replica does not list: the command goes to a replica that lists it (its fleet file differs from
+   * this one's), whose reply (with {@code forwarded_by}: this replica) or refusal is the answer; "unknown engine" only
+   * when no replica lists it.
+   */
+  private void forward(Message<JsonObject> msg, JsonObject body, String name, String iid) {
+    peers.listing(iid).onComplete(ar -> {
+      if (ar.failed() || ar.result() == null) {
+        msg.fail(Failures.BAD_MESSAGE, name + ": unknown engine " + iid);
+        return;
+      }
+      DeliveryOptions options = new DeliveryOptions().setSendTimeout(FORWARD_TIMEOUT_MS).addHeader(FORWARDED, "1");
+      String given = msg.headers().get("token");
+      if (given != null) options.addHeader("token", given);
+      vertx.eventBus().<JsonObject>request(ar.result(), body, options).onComplete(reply -> {
+        if (reply.succeeded()) {
+          msg.reply(reply.result().body().copy().put("forwarded_by", book.origin()));
+        } else if (reply.cause() instanceof ReplyException refused && refused.failureType() == ReplyFailure.RECIPIENT_FAILURE) {
+          msg.fail(refused.failureCode(), refused.getMessage());
+        } else {
+          msg.fail(Failures.BAD_MESSAGE, name + ": " + iid + " is listed only by replicas that did not answer: " + reply.cause().getMessage());
+        }
+      });
+    });
   }
 
   private void waveRestart(Message<JsonObject> msg) {

@@ -47,6 +47,9 @@ final class BreakerBook {
   private boolean fleetHold;
   private long fleetHoldChangedMs;
   private String fleetHoldBy = "";
+  /** The cluster's rule for the shared streaks ({@link #judgeStreaksBy}); 0: this book's own recovery settings. */
+  private int clusterEjectAfter;
+  private int clusterLivenessMisses;
 
   public BreakerBook(List<EngineConfig> engines, RecoveryConfig recovery, boolean contractPinned, LongSupplier clockMs) {
     this(engines, recovery, contractPinned, clockMs, "");
@@ -112,6 +115,26 @@ final class BreakerBook {
     engines.putAll(kept);
   }
 
+  /**
+   * Judges the streaks the cluster shares by {@code ejectAfter} and {@code livenessMisses} — the settings of the
+   * replica the cluster's rule names (docs/operations.md#what-the-cluster-remembers) — instead of this book's own
+   * {@code recovery.eject_after} and {@code recovery.liveness_misses}; 0 for either: this book's own again.
+   */
+  public void judgeStreaksBy(int ejectAfter, int livenessMisses) {
+    this.clusterEjectAfter = ejectAfter;
+    this.clusterLivenessMisses = livenessMisses;
+  }
+
+  /** The streak length a verdict comes at: the cluster's rule when one is set, else {@code recovery.eject_after}. */
+  public int ejectAfter() {
+    return clusterEjectAfter > 0 ? clusterEjectAfter : recovery.ejectAfter();
+  }
+
+  /** The liveness misses in a row that eject: the cluster's rule when one is set, else {@code recovery.liveness_misses}. */
+  public int livenessMisses() {
+    return clusterLivenessMisses > 0 ? clusterLivenessMisses : recovery.livenessMisses();
+  }
+
   /** A leg's outcome, as the router reported it; a failure extends this book's streak by one. */
   public List<BreakerAction> record(LegOutcome o) {
     EngineRecord r = engines.get(o.iid());
@@ -142,7 +165,7 @@ final class BreakerBook {
     int streak = r.setStreak(o.failureClass(), Math.max(1, clusterStreak), actions);
     if (o.failureClass() == FailureClass.STREAM && o.producerIid() != null) r.probeProducer = o.producerIid();
     if (r.state != EngineState.SERVING) return actions;
-    if (streak >= recovery.ejectAfter() || o.failureClass() == FailureClass.MODEL) {
+    if (streak >= ejectAfter() || o.failureClass() == FailureClass.MODEL) {
       verdict(r, o.failureClass(), actions);
     } else if (o.quarantine() && recovery.failureQuarantineS() > 0 && !lastCover(r)) {
       r.quarantineUntilMs = clockMs.getAsLong() + recovery.failureQuarantineMs();
@@ -227,7 +250,7 @@ final class BreakerBook {
     if (r == null || r.state != EngineState.SERVING) return actions;
     if (healthy) {
       r.reset(FailureClass.LIVENESS, actions);
-    } else if (r.setStreak(FailureClass.LIVENESS, Math.max(1, clusterMisses), actions) >= recovery.livenessMisses()) {
+    } else if (r.setStreak(FailureClass.LIVENESS, Math.max(1, clusterMisses), actions) >= livenessMisses()) {
       r.reset(FailureClass.LIVENESS, actions);
       eject(r, FailureClass.LIVENESS.wireName(), actions);
     }
@@ -476,6 +499,11 @@ final class BreakerBook {
   public long quarantineUntil(String iid) {
     EngineRecord r = engines.get(iid);
     return r == null || r.state != EngineState.QUARANTINED ? 0 : r.quarantineUntilMs;
+  }
+
+  /** This replica's name, stamped on the states it decides. */
+  public String origin() {
+    return origin;
   }
 
   public boolean knows(String iid) {

@@ -21,8 +21,10 @@ import java.util.function.UnaryOperator;
  * Engine health (docs/operations.md#breaker-states): wires the breaker's parts on the event bus. The {@link BreakerBook} decides;
  * {@link OutcomeIntake} feeds it leg outcomes from {@link Addresses#BREAKER_OUTCOME} and carries out its decisions;
  * {@link ClusterSync} keeps it and the cluster's shared state in step, through the {@link SharedStateGuard};
- * {@link ProbeScheduler} runs probes, readmission rounds and liveness sweeps; {@link AdminHandler} serves
- * {@link Addresses#ADMIN}. Answers {@link Addresses#BREAKER_STATE} with the book and the guard's state.
+ * {@link ProbeScheduler} runs probes, readmission rounds and liveness sweeps; {@link ReplicaRoster} publishes this
+ * replica's shared settings and compares them with the other replicas'; {@link AdminHandler} serves
+ * {@link Addresses#ADMIN}. Answers {@link Addresses#BREAKER_STATE} (and, cluster-wide, its roster's view address) with
+ * the book, the guard's state and the config drift.
  */
 public final class BreakerVerticle extends VerticleBase {
   private final Supplier<NarwhalConfig> config;
@@ -36,6 +38,7 @@ public final class BreakerVerticle extends VerticleBase {
   private SharedStateGuard guard;
   private ClusterSync sync;
   private ProbeScheduler probes;
+  private ReplicaRoster roster;
 
   public BreakerVerticle(Supplier<NarwhalConfig> config, MeterRegistry registry, LongSupplier clockMs) {
     this(config, registry, clockMs, System::getenv);
@@ -62,7 +65,7 @@ public final class BreakerVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     NarwhalConfig cfg = config.get();
-    BreakerJournal journal = new BreakerJournal(vertx);
+    BreakerJournal journal = new BreakerJournal(vertx, origin);
     book = new BreakerBook(cfg.engines(), cfg.recovery(), cfg.engineContract() != null, clockMs, origin);
     BreakerMetrics metrics = new BreakerMetrics(registry, book);
     cfg.engines().forEach(e -> metrics.track(e.iid()));
@@ -73,8 +76,9 @@ public final class BreakerVerticle extends VerticleBase {
     OutcomeIntake intake = new OutcomeIntake(book, sync, metrics, journal);
     prober = new Prober(vertx, config, env);
     probes = new ProbeScheduler(vertx, config, book, prober, shared, sync, intake, metrics, journal);
+    roster = new ReplicaRoster(vertx, shared, book, origin, config, registry);
     AdminHandler admin = new AdminHandler(vertx, book, intake, probes, metrics,
-        AdminHandler.token(() -> config.get().admin().tokenEnv(), env), this::state);
+        AdminHandler.token(() -> config.get().admin().tokenEnv(), env), this::state, roster);
     intake.probes(probes::run);
     sync.onExpiry(() -> intake.step(book::tick));
     guard.onClose(sync::resync);
@@ -82,33 +86,42 @@ public final class BreakerVerticle extends VerticleBase {
         vertx.eventBus().<Object>localConsumer(Addresses.BREAKER_OUTCOME, msg -> intake.outcome(LegOutcome.of(msg.body()))),
         vertx.eventBus().<JsonObject>localConsumer(Addresses.BREAKER_STATE, msg -> msg.reply(state())),
         vertx.eventBus().<JsonObject>consumer(Addresses.ADMIN, admin::handle),
+        vertx.eventBus().<JsonObject>consumer(ReplicaRoster.adminAddress(origin), admin::handle),
+        vertx.eventBus().<JsonObject>consumer(ReplicaRoster.viewAddress(origin), msg -> msg.reply(state())),
         vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> {
           NarwhalConfig reloaded = config.get();
           metrics.retain(reloaded.engines().stream().map(EngineConfig::iid).toList());
           reloaded.engines().forEach(e -> metrics.track(e.iid()));
           intake.step(() -> book.reconfigure(reloaded.engines(), reloaded.recovery(), reloaded.engineContract() != null));
           arm(reloaded);
+          roster.refresh("reload");
         }));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
         .compose(v -> sync.start())
+        .compose(v -> roster.refresh("start"))
         .onSuccess(v -> arm(cfg));
   }
 
   private void arm(NarwhalConfig cfg) {
     probes.arm(cfg.recovery());
     sync.arm(cfg.recovery().monitorIntervalMs());
+    roster.arm(Math.max(1_000, cfg.recovery().monitorIntervalMs()));
   }
 
   @Override
   public Future<?> stop() {
     if (probes != null) probes.stop();
     if (sync != null) sync.stop();
-    if (guard != null) guard.close();
-    return prober == null ? Future.succeededFuture() : prober.close();
+    Future<Void> left = roster == null ? Future.succeededFuture() : roster.stop();
+    return left.eventually(() -> {
+      if (guard != null) guard.close();
+      return prober == null ? Future.succeededFuture() : prober.close();
+    });
   }
 
   private JsonObject state() {
     return new JsonObject().put("engines", book.snapshot()).put("fleet_hold", book.fleetHold()).put("replica", origin)
-        .put("shared_state", guard.state());
+        .put("member", narwhal.common.bus.ClusterView.of(vertx).self()).put("shared_state", guard.state())
+        .put("config_drift", roster.drift()).put("replicas", roster.replicas());
   }
 }

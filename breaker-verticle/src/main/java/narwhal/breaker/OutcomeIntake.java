@@ -14,7 +14,8 @@ import java.util.logging.Logger;
 /**
  * Takes the router's leg outcomes into the {@link BreakerBook} (a failure counted cluster-wide first) and carries out
  * what every step of the book decides: state changes and streak changes become cluster state, probes are handed to
- * the scheduler, and every state change is counted, logged and journaled.
+ * the scheduler, and every state change is counted, logged and journaled (decided by this replica: {@code decided_by}
+ * names it, as the replicas that take the change over name it).
  */
 final class OutcomeIntake {
   private static final Logger LOG = Logger.getLogger(OutcomeIntake.class.getName());
@@ -71,7 +72,7 @@ final class OutcomeIntake {
     }
     LOG.info(() -> "engine " + change.iid() + ": " + change.from().wireName() + " → " + change.to().wireName() + " (" + change.cause() + ")");
     journal.accept(new JsonObject().put("event", "engine_state").put("iid", change.iid()).put("from", change.from().wireName())
-        .put("to", change.to().wireName()).put("cause", change.cause()));
+        .put("to", change.to().wireName()).put("cause", change.cause()).put("decided_by", book.origin()));
     return sync.publish(book.stateEvent(change.iid()).orElseThrow().withCause(change.cause()));
   }
 }

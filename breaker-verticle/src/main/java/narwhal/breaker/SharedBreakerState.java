@@ -27,7 +27,8 @@ import java.util.function.Supplier;
  *   <li>counters {@code narwhal.streak.<iid>.<class>}: consecutive failures of one class, counted by every replica;</li>
  *   <li>leases {@code probe.<iid>} in map {@code narwhal.leases}: one probe of an engine at a time, cluster-wide;</li>
  *   <li>leases {@code liveness.<iid>} and map {@code narwhal.liveness}: one liveness check of an engine per sweep
- *   interval, cluster-wide, so misses are not counted once per replica.</li>
+ *   interval, cluster-wide, so misses are not counted once per replica;</li>
+ *   <li>map {@code narwhal.replicas}: each replica's {@link ReplicaRoster} entry, written with a time to live.</li>
  * </ul>
  * A lease is a map entry {@code {by, until}} taken by compare-and-set and removed by its holder; one whose holder froze,
  * died or lost the entry's release in a partition's migration runs out at {@code until} and is taken over, so no
@@ -36,6 +37,7 @@ import java.util.function.Supplier;
 final class SharedBreakerState {
   static final String LIVENESS_MAP = "narwhal.liveness";
   static final String LEASES = "narwhal.leases";
+  static final String REPLICAS = "narwhal.replicas";
   /** Compare-and-set tries of one write before it gives up (the next resync writes again). */
   private static final int CAS_TRIES = 4;
   /** The lock a replica decides under when the shared state cannot be reached: its own book is all there is. */
@@ -174,6 +176,27 @@ final class SharedBreakerState {
 
   Future<Void> livenessChecked(String iid, long atMs) {
     return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.put(iid, atMs)));
+  }
+
+  /** Writes this replica's roster entry, gone after {@code ttlMs} unless written again. */
+  Future<Void> putReplica(String replica, JsonObject entry, long ttlMs) {
+    return guard.run(() -> this.<String>map(REPLICAS).compose(m -> m.put(replica, entry.encode(), ttlMs)));
+  }
+
+  /** Every replica's roster entry, parsed (an entry that does not parse is left out). */
+  Future<List<JsonObject>> replicas() {
+    return guard.run(() -> this.<String>map(REPLICAS).compose(AsyncMap::entries)).map(entries -> {
+      List<JsonObject> out = new ArrayList<>();
+      entries.values().forEach(text -> {
+        JsonObject json = parse(text);
+        if (json != null) out.add(json);
+      });
+      return out;
+    });
+  }
+
+  Future<Void> removeReplica(String replica) {
+    return guard.run(() -> this.<String>map(REPLICAS).compose(m -> m.remove(replica))).mapEmpty();
   }
 
   @SuppressWarnings("unchecked")

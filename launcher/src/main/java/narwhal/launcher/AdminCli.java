@@ -1,5 +1,6 @@
 package narwhal.launcher;
 
+import com.hazelcast.partition.NoDataMemberInClusterException;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -133,9 +134,13 @@ final class AdminCli implements Callable<Integer> {
     HazelcastClusterManager manager = ClusterBootstrap.clusterManager(config.cluster(), true);
     Vertx vertx;
     try {
-      vertx = Blocking.await(ClusterBootstrap.start(new VertxOptions(), null, config.cluster(), manager, env));
-    } catch (CommandFailure e) {
-      err.println("narwhal admin: cannot join cluster \"" + config.cluster().name() + "\": " + e.getMessage());
+      vertx = ClusterBootstrap.start(new VertxOptions(), null, config.cluster(), manager, env).toCompletionStage()
+          .toCompletableFuture().get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return 2;
+    } catch (java.util.concurrent.ExecutionException e) {
+      err.println("narwhal admin: " + joinFailure(config, e.getCause()));
       return 2;
     }
     try {
@@ -159,6 +164,24 @@ final class AdminCli implements Callable<Integer> {
         // leaving is best effort; the cluster notices a lost member anyway
       }
     }
+  }
+
+  /**
+   * Why joining failed, in the operator's terms. Found alone — no replica reachable at the configured members — the
+   * lite member cannot even register on the event bus: Hazelcast fails with {@link NoDataMemberInClusterException}
+   * ("Partition owner is null…"), which says nothing about replicas.
+   */
+  static String joinFailure(NarwhalConfig.AdminView config, Throwable cause) {
+    for (Throwable t = cause; t != null; t = t.getCause()) {
+      if (t instanceof NoDataMemberInClusterException) {
+        String where = config.cluster().discovery() == narwhal.common.config.ClusterConfig.Discovery.KUBERNETES
+            ? "behind Kubernetes service " + config.cluster().kubernetes().serviceName() + " (cluster.kubernetes)"
+            : "at " + config.cluster().members() + " (cluster.members)";
+        return "no router replica of cluster \"" + config.cluster().name() + "\" is reachable " + where + ": start a replica (narwhal serve --cluster) or check the addresses; the admin command joins as "
+            + "a lite member, which holds no cluster state and needs a running replica to answer";
+      }
+    }
+    return "cannot join cluster \"" + config.cluster().name() + "\": " + cause.getMessage();
   }
 
   /** The admin command documents bad arguments, a parse error included, as exit 1 ("refused"); 2 is "could not ask". */
@@ -249,11 +272,20 @@ final class AdminCli implements Callable<Integer> {
     }
   }
 
-  /** The breaker state reply as a table: one line per engine. */
+  /**
+   * The breaker state reply as a table: one line per engine of the answering replica; then, when the replicas' views
+   * differ (an engine one fleet file lists and another does not, a state not yet everywhere, a replica not answering),
+   * a column per replica for each engine on which they differ; then the config drift, if any.
+   */
   static String table(JsonObject reply) {
     StringBuilder s = new StringBuilder();
-    s.append("replica ").append(reply.getString("replica", "?")).append(" answered; fleet hold: ")
-        .append(reply.getBoolean("fleet_hold", false) ? "ON" : "off").append('\n');
+    JsonArray replicas = reply.getJsonArray("replicas", new JsonArray());
+    String member = reply.getString("member");
+    s.append("replica ").append(reply.getString("replica", "?")).append(member == null ? "" : " (" + member + ")")
+        .append(" answered; fleet hold: ").append(reply.getBoolean("fleet_hold", false) ? "ON" : "off");
+    String differ = differences(replicas);
+    if (replicas.size() > 1) s.append("; ").append(replicas.size()).append(differ.isEmpty() ? " replicas agree" : " replicas, views differ (below)");
+    s.append('\n');
     String format = "%-8s %-12s %-18s %-26s %-22s %s%n";
     s.append(String.format(format, "ENGINE", "STATE", "CAUSE", "QUARANTINE ENDS", "STREAKS", "LAST PROBE"));
     for (Object o : reply.getJsonArray("engines", new JsonArray())) {
@@ -267,6 +299,70 @@ final class AdminCli implements Callable<Integer> {
       s.append(String.format(format, e.getString("iid"), e.getString("state"), dash(e.getString("cause")),
           until instanceof Number n && "quarantined".equals(e.getString("state")) ? Instant.ofEpochMilli(n.longValue()).toString() : "-",
           streaks.isEmpty() ? "-" : String.join(",", streaks), dash(e.getString("last_probe"))));
+    }
+    s.append(differ);
+    JsonObject drift = reply.getJsonObject("config_drift");
+    if (drift != null && drift.getBoolean("drifted", false)) {
+      for (Object o : drift.getJsonArray("replicas", new JsonArray())) {
+        JsonObject d = (JsonObject) o;
+        s.append("config drift: replica ").append(d.getString("member")).append(" differs from the oldest replica ")
+            .append(drift.getString("reference")).append(" on ")
+            .append(String.join(", ", d.getJsonArray("keys", new JsonArray()).stream().map(String::valueOf).toList())).append('\n');
+      }
+    }
+    return s.toString();
+  }
+
+  /**
+   * The engines on which the replicas' views differ, a column per replica: the engine's state there, {@code -} where
+   * that replica's fleet file does not list it, {@code ?} for a replica that did not answer; "" when they agree.
+   */
+  static String differences(JsonArray replicas) {
+    if (replicas.size() < 2) return "";
+    List<String> iids = new ArrayList<>();
+    List<java.util.Map<String, String>> states = new ArrayList<>();
+    List<String> names = new ArrayList<>();
+    boolean holdsDiffer = false;
+    Boolean hold = null;
+    for (Object o : replicas) {
+      JsonObject r = (JsonObject) o;
+      names.add(r.getString("member", r.getString("replica", "?")));
+      java.util.Map<String, String> view = new java.util.HashMap<>();
+      if (r.getBoolean("answered", false)) {
+        for (Object e : r.getJsonArray("engines", new JsonArray())) {
+          JsonObject engine = (JsonObject) e;
+          view.put(engine.getString("iid"), engine.getString("state"));
+          if (!iids.contains(engine.getString("iid"))) iids.add(engine.getString("iid"));
+        }
+        boolean held = r.getBoolean("fleet_hold", false);
+        holdsDiffer |= hold != null && hold != held;
+        hold = held;
+        states.add(view);
+      } else {
+        states.add(null);
+      }
+    }
+    List<String> rows = new ArrayList<>();
+    String format = "%-8s" + " %-22s".repeat(names.size()) + "%n";
+    for (String iid : iids) {
+      List<String> cells = states.stream().map(v -> v == null ? "?" : v.getOrDefault(iid, "-")).toList();
+      if (cells.stream().distinct().count() > 1) {
+        List<Object> args = new ArrayList<>(List.of(iid));
+        args.addAll(cells);
+        rows.add(String.format(format, args.toArray()));
+      }
+    }
+    if (rows.isEmpty() && !holdsDiffer) return "";
+    StringBuilder s = new StringBuilder("replicas differ (-: not in that replica's fleet file, ?: no answer):\n");
+    List<Object> header = new ArrayList<>(List.of("ENGINE"));
+    header.addAll(names);
+    s.append(String.format(format, header.toArray()));
+    rows.forEach(s::append);
+    if (holdsDiffer) {
+      List<Object> args = new ArrayList<>(List.of("HOLD"));
+      replicas.stream().map(JsonObject.class::cast).forEach(r -> args.add(!r.getBoolean("answered", false) ? "?"
+          : r.getBoolean("fleet_hold", false) ? "ON" : "off"));
+      s.append(String.format(format, args.toArray()));
     }
     return s.toString();
   }

@@ -90,7 +90,7 @@ final class ClusterHealth implements ClusterView {
     reported = why;
   }
 
-  private List<Member> routers() {
+  private List<Member> routerMembers() {
     HazelcastClusterManager m = manager;
     if (m == null) return List.of();
     return m.getHazelcastInstance().getCluster().getMembers().stream().filter(member -> !member.isLiteMember()).toList();
@@ -107,7 +107,17 @@ final class ClusterHealth implements ClusterView {
 
   @Override
   public int membersSeen() {
-    return routers().size();
+    return routerMembers().size();
+  }
+
+  @Override
+  public String self() {
+    return local();
+  }
+
+  @Override
+  public List<String> routers() {
+    return routerMembers().stream().map(ClusterHealth::address).toList();
   }
 
   @Override
@@ -117,7 +127,7 @@ final class ClusterHealth implements ClusterView {
 
   @Override
   public String refusal() {
-    List<Member> routers = routers();
+    List<Member> routers = routerMembers();
     routers.forEach(member -> refusedBy.remove(address(member)));
     if (routers.size() <= 1 && !refusedBy.isEmpty()) {
       return "the members at " + String.join(", ", refusedBy.keySet().stream().sorted().toList()) + " answer but refuse this replica ("

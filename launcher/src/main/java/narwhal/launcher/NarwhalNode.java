@@ -132,6 +132,7 @@ public final class NarwhalNode {
         })
         .onSuccess(vertx -> {
           NarwhalNode node = new NarwhalNode(vertx, registry, cluster, health, config, env);
+          if (cluster != null) LiteMemberLeaves.watch(config.cluster().name(), cluster.getHazelcastInstance());
           if (health == null) {
             created.complete(node);
             return;

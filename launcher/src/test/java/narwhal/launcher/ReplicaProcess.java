@@ -135,6 +135,20 @@ final class ReplicaProcess implements AutoCloseable {
     }
   }
 
+  /** {@code POST path} with a JSON body: the status, or -1 when the replica does not answer within 30 s. */
+  int post(String path, JsonObject body) {
+    try {
+      return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(30))
+          .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body.encode())).build(),
+          HttpResponse.BodyHandlers.ofString()).statusCode();
+    } catch (IOException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
+    }
+  }
+
   /** {@code GET /narwhal/state}, or null when the replica does not answer within 2 s. */
   JsonObject state() {
     HttpResponse<String> resp = get("/narwhal/state");

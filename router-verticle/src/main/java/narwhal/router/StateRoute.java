@@ -13,7 +13,8 @@ import java.util.List;
 /**
  * {@code GET /narwhal/state} (docs/operations.md): placement's table with each engine's breaker standing and learned
  * context ({@code max_model_len}, read from {@code models} or {@code tokenize}) merged in, each model's {@code max_model_len}, and the replica's own standing (readiness, draining, in flight, retry credits,
- * restart-pending keys, cluster). A part that does not answer over the bus is left empty, never an error.
+ * restart-pending keys, cluster, its breaker's name and the config drift among the replicas). A part that does not
+ * answer over the bus is left empty, never an error.
  */
 final class StateRoute implements Handler<RoutingContext> {
   private final Replica replica;
@@ -55,6 +56,8 @@ final class StateRoute implements Handler<RoutingContext> {
           .put("ready", p.getBoolean("ready", false) && !admission.draining() && ClusterView.of(vertx).refusal() == null)
           .put("draining", admission.draining()).put("in_flight", admission.inFlight()).put("fleet_hold", b.getBoolean("fleet_hold", false))
           .put("shared_state", b.getString("shared_state", "closed"))
+          .put("replica", b.getString("replica")).put("member", b.getString("member"))
+          .put("config_drift", b.getJsonObject("config_drift")).put("replicas", b.getJsonArray("replicas"))
           .put("placement", p.getJsonObject("placement"))
           .put("restart_pending", new JsonArray(List.copyOf(replica.restartPending().get())))
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", replica.retryBudget().credits())

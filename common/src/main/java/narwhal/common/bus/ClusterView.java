@@ -23,6 +23,16 @@ public interface ClusterView extends Shareable {
   /** Why the members this replica is configured to join refuse it, or null when they do not. */
   String refusal();
 
+  /** This replica's cluster address ({@code host:port} of its Hazelcast member), {@code local} when not clustered. */
+  default String self() {
+    return "local";
+  }
+
+  /** The router replicas' cluster addresses this replica sees, the oldest member first, itself included. */
+  default java.util.List<String> routers() {
+    return java.util.List.of(self());
+  }
+
   JsonObject toJson();
 
   ClusterView SINGLE_NODE = new ClusterView() {
