@@ -49,7 +49,7 @@ final class ChaosReadinessPhase implements ChaosScenario.Phase {
     int tokens = smoke ? 25 : 200;
     double busyS = smoke ? 2 : 15;
     double joinedS = smoke ? 1 : 5;
-    String busy = streams + " streams";
+    String busy = "with " + streams + " streams";
     BenchReport report = env.report();
     SimBench fleet = scope.own(SimBench.start(SimBench.twoPairs(engine -> engine.setItlMs(ITL_MS))));
     LoadGenerator load = scope.own(new LoadGenerator());
@@ -80,8 +80,9 @@ final class ChaosReadinessPhase implements ChaosScenario.Phase {
         streams, 120_000, RAMP);
     env.progress().say("readiness: opening " + streams + " streams through A");
     traffic.start();
-    long deadline = System.nanoTime() + 60_000_000_000L;
-    while (traffic.open() < streams * 0.95 && System.nanoTime() < deadline) JvmProbe.sleep(100);
+    // the streams flow once about every client has had one answer (the replica's first requests are JIT-cold)
+    long deadline = System.nanoTime() + 120_000_000_000L;
+    while (traffic.requests(RAMP) < streams && System.nanoTime() < deadline) JvmProbe.sleep(100);
     int openAtBusy = traffic.open();
     label(probes, traffic, busy);
     JvmProbe.sleep((long) (busyS * 1000));
@@ -119,7 +120,7 @@ final class ChaosReadinessPhase implements ChaosScenario.Phase {
       ReadinessProbe.Tally t = probes.get("health port " + path).merged(loaded);
       String measured = "p50 " + Fmt.pct(t.latency, 50) + ", p99 " + Fmt.pct(t.latency, 99) + ", max " + Fmt.ms(t.latency.max())
           + " ms (" + t.latency.count() + " probes)";
-      report.verdict(Verdict.perf("R12", "health port " + path + " under " + busy + " and a sibling's start: p99 / max", measured,
+      report.verdict(Verdict.perf("R12", "health port " + path + " " + busy + " and a sibling's start: p99 / max", measured,
           "p99 ≤ 100 ms, max ≤ 1,000 ms", t.latency.count() > 0 && t.latency.percentileMs(99) <= 100 && t.latency.max() <= 1_000_000_000L));
       report.verdict(Verdict.check("R12", "health port " + path + " answered 200 throughout (A serves all along)",
           t.notOk() + " of " + t.latency.count() + " not 200: " + t.statuses, "0", t.notOk() == 0 && t.latency.count() > 0));
