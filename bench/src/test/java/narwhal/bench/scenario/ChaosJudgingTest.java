@@ -37,7 +37,7 @@ class ChaosJudgingTest {
   @Test
   void phasesAreSelectedByNameInTheirOwnOrder() {
     assertEquals(ChaosScenario.PHASES, ChaosScenario.selected(null));
-    assertEquals(List.of("kill", "readiness"), ChaosScenario.selected(" readiness,kill ").stream().map(ChaosScenario.Phase::name).toList());
+    assertEquals(List.of("kill", "full-disk", "readiness"), ChaosScenario.selected(" readiness,kill,full-disk ").stream().map(ChaosScenario.Phase::name).toList());
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ChaosScenario.selected("kill,partition"));
     assertTrue(e.getMessage().contains("[partition]"), e.getMessage());
   }
