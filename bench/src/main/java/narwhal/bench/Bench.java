@@ -1,6 +1,7 @@
 package narwhal.bench;
 
 import narwhal.bench.report.BenchReport;
+import narwhal.bench.scenario.ChaosScenario;
 import narwhal.bench.scenario.ConcurrencyScenario;
 import narwhal.bench.scenario.FuzzEdgeScenario;
 import narwhal.bench.scenario.OverheadScenario;
@@ -35,6 +36,7 @@ public final class Bench {
     register(new ReplicaKillScenario());
     register(new RollingRestartScenario());
     register(new PlacementScenario());
+    register(new ChaosScenario());
   }
 
   private Bench() {

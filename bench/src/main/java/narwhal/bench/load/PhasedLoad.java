@@ -12,6 +12,8 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 
 /**
  * Streaming and non-streaming clients of one address (a load balancer), each sending its next request when the last
@@ -54,9 +56,11 @@ public final class PhasedLoad {
   private final List<String> order = new ArrayList<>();
   private final int clientsPerMode;
   private final long timeoutMs;
+  private final AtomicInteger open = new AtomicInteger();
   private CountDownLatch stopped;
   private volatile String phase;
   private volatile boolean stop;
+  private volatile BiConsumer<String, Exchange> each = (mode, e) -> { };
 
   public PhasedLoad(HttpWork client, List<Mode> modes, int clientsPerMode, long timeoutMs, String firstPhase) {
     this.client = client;
@@ -75,6 +79,17 @@ public final class PhasedLoad {
     }
   }
 
+  /** Also hands every request, as it ends, to {@code listener} (its mode's name and the exchange); set before {@link #start}. */
+  public PhasedLoad onEach(BiConsumer<String, Exchange> listener) {
+    each = listener;
+    return this;
+  }
+
+  /** Requests started and not yet ended. */
+  public int open() {
+    return open.get();
+  }
+
   /** Counts requests that end from now on under {@code name}. */
   public synchronized void phase(String name) {
     if (!order.contains(name)) order.add(name);
@@ -87,8 +102,11 @@ public final class PhasedLoad {
       return;
     }
     Context ctx = io.vertx.core.Vertx.currentContext();
+    open.incrementAndGet();
     client.post("/v1/completions", mode.body(), mode.stream(), timeoutMs).onComplete(ar -> {
+      open.decrementAndGet();
       tally(phase, mode.name()).add(ar.result());
+      each.accept(mode.name(), ar.result());
       ctx.runOnContext(v -> next(mode));
     });
   }

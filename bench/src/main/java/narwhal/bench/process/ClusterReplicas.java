@@ -31,13 +31,16 @@ public final class ClusterReplicas implements AutoCloseable {
   private final List<RouterProcess> started = new ArrayList<>();
   /** Each replica's HTTP port, kept across restarts (a load balancer knows them); null: any free port each start. */
   private final int[] ports;
+  /** Each replica's {@code server.health_port}, kept across restarts; null: none (checks go to the client port). */
+  private final int[] healthPorts;
 
-  private ClusterReplicas(BenchEnv env, JsonObject fleet, LoadGenerator load, List<String> names, int[] ports) {
+  private ClusterReplicas(BenchEnv env, JsonObject fleet, LoadGenerator load, List<String> names, int[] ports, int[] healthPorts) {
     this.env = env;
     this.fleet = fleet;
     this.load = load;
     this.names = List.copyOf(names);
     this.ports = ports;
+    this.healthPorts = healthPorts;
     this.replicas = new RouterProcess[names.size()];
     this.clients = new HttpWork[names.size()];
   }
@@ -57,13 +60,24 @@ public final class ClusterReplicas implements AutoCloseable {
    */
   public static ClusterReplicas start(BenchEnv env, EngineFleet engines, LoadGenerator load, UnaryOperator<JsonObject> tune,
                                List<String> names, boolean fixedPorts, RouterProcess.Options options) {
-    JsonObject fleet = tune.apply(engines.fleetFile(env.tmp().resolve("unused.jsonl"), 0));
-    fleet.put("cluster", newCluster());
-    int[] ports = fixedPorts ? names.stream().mapToInt(n -> FreePort.pick()).toArray() : null;
-    ClusterReplicas cluster = env.own(new ClusterReplicas(env, fleet, load, names, ports));
+    ClusterReplicas cluster = prepare(env, engines, load, tune, names, fixedPorts, false);
     for (int i = 0; i < names.size(); i++) cluster.start(i, options);
     cluster.awaitMembers(names.size(), 120_000);
     return cluster;
+  }
+
+  /**
+   * The replicas of one cluster, none started yet ({@link #start(int, RouterProcess.Options)} starts each): with
+   * {@code fixedPorts} each keeps one HTTP port across restarts, with {@code healthPorts} one
+   * {@code server.health_port} too ({@link #healthPort}).
+   */
+  public static ClusterReplicas prepare(BenchEnv env, EngineFleet engines, LoadGenerator load, UnaryOperator<JsonObject> tune,
+                                        List<String> names, boolean fixedPorts, boolean healthPorts) {
+    JsonObject fleet = tune.apply(engines.fleetFile(env.tmp().resolve("unused.jsonl"), 0));
+    fleet.put("cluster", newCluster());
+    int[] ports = fixedPorts ? names.stream().mapToInt(n -> FreePort.pick()).toArray() : null;
+    int[] health = healthPorts ? names.stream().mapToInt(n -> FreePort.pick()).toArray() : null;
+    return env.own(new ClusterReplicas(env, fleet, load, names, ports, health));
   }
 
   /** The {@code cluster} section of a new cluster: enabled, a name of its own, loopback, counting up from a free port. */
@@ -103,6 +117,7 @@ public final class ClusterReplicas implements AutoCloseable {
     JsonObject own = fleet.copy();
     own.getJsonObject("journal").put("path", env.tmp().resolve(names.get(i) + "-journal.jsonl").toAbsolutePath().toString());
     if (ports != null) own.getJsonObject("server").put("port", ports[i]);
+    if (healthPorts != null) own.getJsonObject("server").put("health_port", healthPorts[i]);
     String name = replicas[i] == null ? names.get(i) : names.get(i) + "-restart" + started.size();
     RouterProcess router = RouterProcess.start(env, name, own, options);
     started.add(router);
@@ -114,6 +129,11 @@ public final class ClusterReplicas implements AutoCloseable {
   /** Replica {@code i}'s fixed HTTP port (started with fixed ports). */
   public int port(int i) {
     return ports[i];
+  }
+
+  /** Replica {@code i}'s fixed {@code server.health_port} (prepared with health ports), else 0. */
+  public int healthPort(int i) {
+    return healthPorts == null ? 0 : healthPorts[i];
   }
 
   /** Sends SIGTERM to replica {@code i} and returns at once ({@link RouterProcess#awaitExit}). */
@@ -129,7 +149,7 @@ public final class ClusterReplicas implements AutoCloseable {
   /** Waits until every live replica lists {@code expected} cluster members in its state. */
   public void awaitMembers(int expected, long timeoutMs) {
     for (int i = 0; i < replicas.length; i++) {
-      if (replicas[i].alive()) await(i, state -> members(state) == expected, timeoutMs, expected + " cluster members");
+      if (replicas[i] != null && replicas[i].alive()) await(i, state -> members(state) == expected, timeoutMs, expected + " cluster members");
     }
   }
 

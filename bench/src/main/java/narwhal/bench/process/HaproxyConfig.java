@@ -23,8 +23,14 @@ public final class HaproxyConfig {
   private HaproxyConfig() {
   }
 
-  /** A replica behind the balancer. */
-  public record Server(String name, String host, int port) {
+  /**
+   * A replica behind the balancer; {@code checkPort} is where its health check goes (its {@code server.health_port}),
+   * 0 for its client port.
+   */
+  public record Server(String name, String host, int port, int checkPort) {
+    public Server(String name, String host, int port) {
+      this(name, host, port, 0);
+    }
   }
 
   /** {@code deploy/haproxy.cfg} as this build carries it. */
@@ -48,6 +54,12 @@ public final class HaproxyConfig {
    * one checked {@code server} line per replica. An {@link IllegalArgumentException} names a missing section.
    */
   public static String render(String deployCfg, String bindHost, int bindPort, int statsPort, List<Server> servers) {
+    return render(deployCfg, bindHost, bindPort, statsPort, servers, List.of());
+  }
+
+  /** As above, with {@code frontendLines} (indented settings) added to the frontend: logging, for the benchmarks. */
+  public static String render(String deployCfg, String bindHost, int bindPort, int statsPort, List<Server> servers,
+                              List<String> frontendLines) {
     Map<String, List<String>> sections = sections(deployCfg);
     List<String> global = sections.getOrDefault("global", List.of("  log stderr format raw local0 info"));
     List<String> defaults = sections.get("defaults");
@@ -60,12 +72,17 @@ public final class HaproxyConfig {
     out.append("defaults\n");
     defaults.forEach(line -> out.append(line).append('\n'));
     out.append("frontend narwhal\n  bind ").append(bindHost).append(':').append(bindPort).append("\n  default_backend routers\n");
+    frontendLines.forEach(line -> out.append("  ").append(line.strip()).append('\n'));
     if (statsPort != 0) {
-      out.append("listen stats\n  bind 127.0.0.1:").append(statsPort).append("\n  stats enable\n  stats uri /stats\n");
+      out.append("listen stats\n  bind 127.0.0.1:").append(statsPort).append("\n  no log\n  stats enable\n  stats uri /stats\n");
     }
     out.append(BACKEND).append('\n');
     backend.stream().filter(line -> !line.strip().startsWith("server ")).forEach(line -> out.append(line).append('\n'));
-    for (Server s : servers) out.append("  server ").append(s.name()).append(' ').append(s.host()).append(':').append(s.port()).append(" check\n");
+    for (Server s : servers) {
+      out.append("  server ").append(s.name()).append(' ').append(s.host()).append(':').append(s.port()).append(" check");
+      if (s.checkPort() > 0) out.append(" port ").append(s.checkPort());
+      out.append('\n');
+    }
     return out.toString();
   }
 

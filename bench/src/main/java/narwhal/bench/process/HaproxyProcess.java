@@ -15,16 +15,33 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * haproxy from the OS packages in front of router replicas, with the settings of {@code deploy/haproxy.cfg}
- * ({@link #config}, {@link HaproxyConfig}): health check {@code GET /ready}, retries only on connection failures and 503 refusals, health
- * check changes logged. Its log goes to a file; {@link #servers} reads each server's state from the stats page.
- * Stopped with SIGTERM.
+ * ({@link #config}, {@link HaproxyConfig}): health check {@code GET /ready}, retries only where nothing was processed, health
+ * check changes logged, and (for the benchmarks only) every request that failed, was retried or redispatched logged
+ * too ({@link #requestLog}). Its log goes to a file; {@link #servers} reads each server's state from the stats page.
+ * Stopped with SIGTERM. The system property {@value #CFG_PROPERTY} names another haproxy.cfg to take the settings from
+ * (to measure an older or a candidate configuration with the same build).
  */
 public final class HaproxyProcess implements AutoCloseable {
-  /** A replica behind the balancer. */
-  public record Server(String name, int port) {
+  /** The system property naming a haproxy.cfg to use instead of the build's {@code deploy/haproxy.cfg}. */
+  public static final String CFG_PROPERTY = "narwhal.bench.haproxy_cfg";
+  /** Frontend settings the benchmarks add: an HTTP log line for each request that failed, was retried or redispatched. */
+  static final List<String> REQUEST_LOG = List.of("option httplog", "option dontlog-normal");
+  private static final Pattern REQUEST_LINE = Pattern.compile(" routers/(\\S+) \\S+ (\\d{3}) .*? ([A-Za-z-]{4}) \\d+/\\d+/\\d+/\\d+/(\\+?\\d+) ");
+
+  /** A replica behind the balancer; {@code checkPort}: where its health check goes ({@code server.health_port}), 0 for {@code port}. */
+  public record Server(String name, int port, int checkPort) {
+    public Server(String name, int port) {
+      this(name, port, 0);
+    }
+  }
+
+  /** One logged request: the server it went to last, the status haproxy gave, its termination state, its retries ("+1": redispatched). */
+  public record LoggedRequest(String server, int status, String termination, String retries, String line) {
   }
 
   /** One server as the stats page shows it: {@code UP}, {@code DOWN}, {@code UP 1/2}, … and its current sessions. */
@@ -57,8 +74,25 @@ public final class HaproxyProcess implements AutoCloseable {
    * (CSV) on {@code statsPort}, logging to standard error, one {@code server} line per replica.
    */
   public static String config(int port, int statsPort, List<Server> servers) {
-    return HaproxyConfig.render(HaproxyConfig.deployed(), "127.0.0.1", port, statsPort,
-        servers.stream().map(s -> new HaproxyConfig.Server(s.name(), "127.0.0.1", s.port())).toList());
+    return HaproxyConfig.render(settings(), "127.0.0.1", port, statsPort,
+        servers.stream().map(s -> new HaproxyConfig.Server(s.name(), "127.0.0.1", s.port(), s.checkPort())).toList(), REQUEST_LOG);
+  }
+
+  /** The haproxy.cfg whose settings run: the file {@value #CFG_PROPERTY} names, else the build's {@code deploy/haproxy.cfg}. */
+  public static String settings() {
+    String file = System.getProperty(CFG_PROPERTY);
+    if (file == null || file.isBlank()) return HaproxyConfig.deployed();
+    try {
+      return Files.readString(Path.of(file));
+    } catch (IOException e) {
+      throw new UncheckedIOException("-D" + CFG_PROPERTY + "=" + file + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Where the settings come from, for a report's layout. */
+  public static String settingsSource() {
+    String file = System.getProperty(CFG_PROPERTY);
+    return file == null || file.isBlank() ? "deploy/haproxy.cfg" : file + " (-D" + CFG_PROPERTY + ")";
   }
 
   public static HaproxyProcess start(Path binary, Path dir, List<Server> servers) {
@@ -119,6 +153,7 @@ public final class HaproxyProcess implements AutoCloseable {
       for (String line : Files.readAllLines(log)) {
         // haproxy writes each event twice to standard error: as a log line and as a [WARNING] alert
         if (line.startsWith("[")) continue;
+        if (REQUEST_LINE.matcher(line).find()) continue;
         if (line.contains("Health check") || line.contains(" is DOWN") || line.contains(" is UP") || line.contains("no server available")) {
           out.add(line.strip());
         }
@@ -127,6 +162,21 @@ public final class HaproxyProcess implements AutoCloseable {
     } catch (IOException e) {
       return List.of("(no haproxy log: " + e.getMessage() + ")");
     }
+  }
+
+  /** The requests haproxy logged (failed, retried or redispatched ones: {@link #REQUEST_LOG}). */
+  public List<LoggedRequest> requestLog() {
+    List<LoggedRequest> out = new ArrayList<>();
+    try {
+      for (String line : Files.readAllLines(log)) {
+        if (line.startsWith("[")) continue;
+        Matcher m = REQUEST_LINE.matcher(line);
+        if (m.find()) out.add(new LoggedRequest(m.group(1), Integer.parseInt(m.group(2)), m.group(3), m.group(4), line.strip()));
+      }
+    } catch (IOException e) {
+      return out;
+    }
+    return out;
   }
 
   @Override

@@ -29,7 +29,7 @@ import java.util.TreeMap;
 
 /**
  * R4. Three clustered replicas behind haproxy (the settings of {@code deploy/haproxy.cfg}: health check
- * {@code GET /ready}, retries on connection failures and 503 refusals only), streaming and non-streaming clients of
+ * {@code GET /ready}, retries only where no replica answered anything), streaming and non-streaming clients of
  * the balancer, back to back. Each replica in turn gets SIGTERM, exits, and is started again on its port; the next
  * one goes once haproxy sees the restarted one UP and every replica counts three members. Then the same with SIGKILL.
  * Reported: every failed request and broken stream by kind, the latency added while each replica restarts (against
@@ -88,8 +88,8 @@ public final class RollingRestartScenario implements Scenario {
     report.layout("bench process: simulated P0 P1 (prefill) and D0 D1 (decode), " + ITL_MS + " ms between tokens; "
             + clients + " streaming (" + STREAM_TOKENS + " tokens) and " + clients + " non-streaming (" + JSON_TOKENS
             + " tokens) clients of haproxy, back to back")
-        .layout("haproxy " + binary + ": deploy/haproxy.cfg's settings (GET /ready every 500 ms, fall 2, rise 2; leastconn; "
-            + "retries 2 on conn-failure and 503, redispatch)")
+        .layout("haproxy " + binary + ": " + HaproxyProcess.settingsSource() + "'s settings (deploy/haproxy.cfg: GET /ready every 500 ms, "
+            + "fastinter 100 ms, fall 2, rise 2; leastconn; a connection per request; retries 2 on conn-failure, empty-response and 503, redispatch)")
         .layout("router: 3 replicas A B C, each its own JVM (java -jar narwhal.jar serve, cluster.enabled), Hazelcast on 127.0.0.1, "
             + "each on a fixed port; serving.drain_delay_s " + drainDelayS + ", graceful_timeout_s 30")
         .layout("each replica in turn: signal, wait for its exit, start it again (--preflight=skip; the first start --preflight=warn), wait until haproxy shows it UP and all count 3 members, "

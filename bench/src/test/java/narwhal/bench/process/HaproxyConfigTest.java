@@ -44,6 +44,12 @@ class HaproxyConfigTest {
   }
 
   @Test
+  void aServerWithAHealthPortIsCheckedThere() {
+    List<String> bench = HaproxyProcess.config(8000, 8001, List.of(new HaproxyProcess.Server("A", 9000, 9100))).lines().toList();
+    assertTrue(bench.contains("  server A 127.0.0.1:9000 check port 9100"), String.join("\n", bench));
+  }
+
+  @Test
   void theDemosHaproxyKeepsTheDeployedSettingsAndListsItsReplicas() throws Exception {
     String deployed = Files.readString(DEPLOY_CFG);
     String demo = HaproxyConfig.forDemo(deployed, "0.0.0.0", 8000, List.of(new HaproxyConfig.Server("replica1", "127.0.0.1", 8001),
@@ -62,13 +68,16 @@ class HaproxyConfigTest {
   }
 
   @Test
-  void theDeployedConfigChecksReadyAndRetriesOnlyConnectionFailuresAndRefusals() throws Exception {
+  void theDeployedConfigChecksReadyAndRetriesOnlyWhatNoReplicaAnswered() throws Exception {
     Map<String, List<String>> cfg = HaproxyConfig.sections(Files.readString(DEPLOY_CFG));
     List<String> backend = cfg.get(HaproxyConfig.BACKEND);
     List<String> defaults = cfg.get("defaults");
     assertTrue(backend.contains("  option httpchk GET /ready"), backend.toString());
     assertTrue(backend.contains("  http-check expect status 200"), backend.toString());
-    assertTrue(defaults.contains("  retry-on conn-failure 503"), defaults.toString());
+    assertTrue(defaults.contains("  retry-on conn-failure empty-response 503"), defaults.toString());
+    assertTrue(defaults.contains("  option http-server-close"), "each request on a connection of its own: " + defaults);
+    assertTrue(defaults.stream().noneMatch(l -> l.contains("response-timeout") || l.contains("all-retryable-errors")),
+        "a replica that answers slowly still works on the request: " + defaults);
     assertTrue(defaults.stream().anyMatch(l -> l.startsWith("  timeout check ")), "a check timeout of its own, not inter: " + defaults);
   }
 
