@@ -304,6 +304,7 @@ final class RequestLifecycle implements Admission.Cuttable {
         trace.decode(a.consumer.iid(), requestId, sameWorker, handoffAge));
     sink.attemptStarted();
     sink.promptLogprobs(handoff.promptLogprobs());
+    sink.reasoningField(ctx.facts().reasoningField(a.consumer.iid()));
     DecodeStream stream = ctx.engines().decode(handoff, call);
     decode = stream;
     Runnable resume = stream::resume;
@@ -323,6 +324,7 @@ final class RequestLifecycle implements Admission.Cuttable {
         perModel.interToken(now - a.lastOutputAt);
       }
       a.lastOutputAt = now;
+      ctx.facts().reasoningField(a.consumer.iid(), output.reasoningField());
       sink.output(output);
     } else if (event instanceof SseEvent.Metadata metadata) {
       sink.metadata(metadata);
