@@ -22,6 +22,8 @@ final class CompletionRequest {
   final String model;
   final String prompt;
   final int promptTokens;
+  /** vLLM's {@code max_tokens} of a completions request that sets none. */
+  static final int COMPLETION_DEFAULT_MAX_TOKENS = 16;
   final int maxTokens;
   final boolean stream;
   final boolean includeUsage;
@@ -113,12 +115,13 @@ final class CompletionRequest {
 
     String limitKey = chat && body.getValue("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
     Object limit = body.getValue(limitKey);
-    long requested = limit == null ? 0 : integer(body, limitKey, 16L);
+    // vLLM's CompletionRequest defaults max_tokens to 16 (protocol.py); chat's default is what the context leaves (0: none)
+    long requested = limit == null ? (chat ? 0 : COMPLETION_DEFAULT_MAX_TOKENS) : integer(body, limitKey, 16L);
     if (limit != null && requested < 1) {
       throw ApiError.badRequest("max_tokens must be at least 1, got " + requested + ".", limitKey);
     }
     ContextLength.check(options.getMaxModelLen(), limitKey, requested, promptTokens, tokenPrompt(body));
-    this.maxTokens = limit == null ? Math.min(16, options.getMaxModelLen() - promptTokens) : (int) requested;
+    this.maxTokens = limit == null && chat ? Math.min(16, options.getMaxModelLen() - promptTokens) : (int) requested;
     this.minTokens = integer(body, "min_tokens", 0L);
     if (minTokens < 0) {
       throw ApiError.badRequest("min_tokens must be greater than or equal to 0, got " + minTokens + ".", null);

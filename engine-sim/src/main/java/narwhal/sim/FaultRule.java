@@ -17,7 +17,10 @@ import java.util.Set;
  */
 public final class FaultRule {
 
-  static final Set<String> PHASES = Set.of("prefill", "decode", "any");
+  static final Set<String> PHASES = Set.of("prefill", "decode", "any", "tokenize");
+  /** The kinds a {@code tokenize}-phase rule may have: what can happen to a {@code POST /tokenize} before its answer. */
+  static final Set<InjectedFault> TOKENIZE_KINDS = Set.of(InjectedFault.STATUS, InjectedFault.QUEUE_FULL, InjectedFault.RESET,
+      InjectedFault.HANG_BEFORE_HEADERS);
   static final Set<String> RESERVED = Set.of("kind", "phase", "count", "probability", "model");
   static final Set<String> BAD_BLOCK_VARIANTS = Set.of("strings", "floats", "booleans", "negative", "not_list", "mixed");
   static final Set<String> FOREIGN_VARIANTS = Set.of("mooncake", "sglang", "lmcache");
@@ -103,10 +106,17 @@ public final class FaultRule {
     return new FaultRule(json);
   }
 
-  /** Restricts the rule to {@code prefill}, {@code decode} or {@code any} leg. */
+  /**
+   * Restricts the rule to {@code prefill}, {@code decode} or {@code any} leg, or to {@code tokenize}: vLLM's
+   * {@code POST /tokenize}, which takes only rules naming that phase (an {@code any} rule stays for the legs).
+   */
   public FaultRule phase(String phase) {
     if (!PHASES.contains(phase)) {
-      throw new IllegalArgumentException("fault phase must be prefill, decode or any, got '" + phase + "'");
+      throw new IllegalArgumentException("fault phase must be prefill, decode, any or tokenize, got '" + phase + "'");
+    }
+    if ("tokenize".equals(phase) && !TOKENIZE_KINDS.contains(type)) {
+      throw new IllegalArgumentException(type.wire + " does not apply to /tokenize: a tokenize rule is status, queue_full, reset or "
+          + "hang_before_headers");
     }
     if (type.connectionLevel() && !"any".equals(phase)) {
       throw new IllegalArgumentException(type.wire + " acts on a connection before any request is read: it takes no phase or model");
@@ -193,6 +203,7 @@ public final class FaultRule {
   }
 
   boolean matchesPhase(String requestPhase) {
+    if ("tokenize".equals(requestPhase) || "tokenize".equals(phase)) return phase.equals(requestPhase);
     return "any".equals(phase) || phase.equals(requestPhase);
   }
 

@@ -62,6 +62,9 @@ enum InjectedFault {
 
   /** Whether a request of this phase (carrying a KV handoff or not) can consume a rule of this kind. */
   boolean appliesTo(String phase, boolean hasHandoff) {
+    if ("tokenize".equals(phase)) {
+      return FaultRule.TOKENIZE_KINDS.contains(this);
+    }
     if (prefillOnly()) {
       return "prefill".equals(phase);
     }

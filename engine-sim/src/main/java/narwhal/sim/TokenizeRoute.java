@@ -11,7 +11,9 @@ import java.nio.charset.StandardCharsets;
  * rendered with the same simulated chat template as {@code /v1/chat/completions}), answered with
  * {@code {count, max_model_len, tokens, token_strs}} ({@code token_strs} null unless {@code return_token_strs}).
  * The count is the one a completion of the same prompt is checked and billed with, so a router may ask here
- * whether a request fits the context before it sends any leg.
+ * whether a request fits the context before it sends any leg. A {@code tokenize}-phase fault rule
+ * ({@link FaultRule#phase}) meets it before its answer: {@code status}, {@code queue_full}, {@code reset} or
+ * {@code hang_before_headers} (never answered).
  */
 final class TokenizeRoute {
   /** Token ids the simulated vocabulary spans; a word's id is a hash of it. */
@@ -31,6 +33,22 @@ final class TokenizeRoute {
     }
     if (body == null) {
       reply(ctx, 400, ApiError.badRequest("The request body must be a JSON object.", null).toJson());
+      return;
+    }
+    FaultRule fault = engine.faults().take("tokenize", false, body.getValue("model") instanceof String m ? m : null);
+    if (fault != null) {
+      switch (fault.type()) {
+        case STATUS -> {
+          int status = fault.intParam("status", 500);
+          reply(ctx, status, new ApiError(status, fault.stringParam("message", "injected fault: HTTP " + status),
+              fault.stringParam("type", null), null).toJson());
+        }
+        case QUEUE_FULL -> reply(ctx, 503, ApiError.queueFull().toJson());
+        case RESET -> ctx.request().connection().close();
+        default -> {
+          // hang_before_headers: nothing is answered
+        }
+      }
       return;
     }
     try {

@@ -9,6 +9,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.WebClient;
 import io.vertx.ext.web.client.WebClientOptions;
+import narwhal.common.bus.Addresses;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 
@@ -24,7 +25,8 @@ import java.util.function.Supplier;
  * names and its LoRA adapters ({@code parent} = the base model). Read at start, for an engine that (re)enters service,
  * for engines a reload adds or changes, and every {@code placement.models_refresh_s}; placement sends a request naming
  * an adapter only to engines whose last listing holds it, and {@code /v1/models} is the union of serving engines'
- * listings. A listing that cannot be read keeps the last one (the breaker judges the engine, not this).
+ * listings. A listing that cannot be read keeps the last one (the breaker judges the engine, not this). Each reading is
+ * published ({@link Addresses#PLACEMENT_LISTED}): the router learns an engine's context from it, not by reading again.
  */
 final class ModelListings {
   private final Vertx vertx;
@@ -67,8 +69,20 @@ final class ModelListings {
 
   private void read(EngineConfig engine) {
     if (!inFlight.add(engine.iid())) return;
-    fetch(engine).onSuccess(cards -> table.applyListing(engine.iid(), cards))
-        .onComplete(done -> inFlight.remove(engine.iid()));
+    fetch(engine).onSuccess(cards -> {
+      table.applyListing(engine.iid(), cards);
+      vertx.eventBus().publish(Addresses.PLACEMENT_LISTED, listed(engine, cards));
+    }).onComplete(done -> inFlight.remove(engine.iid()));
+  }
+
+  /** What a reading tells the router: the {@code max_model_len} of the card of the engine's own model, if it has one. */
+  private JsonObject listed(EngineConfig engine, List<JsonObject> cards) {
+    String model = engine.model().isEmpty() ? config.get().model() : engine.model();
+    JsonObject out = new JsonObject().put("iid", engine.iid());
+    cards.stream().filter(card -> model.equals(card.getValue("id"))).findFirst()
+        .filter(card -> card.getValue("max_model_len") instanceof Number n && n.intValue() > 0)
+        .ifPresent(card -> out.put("max_model_len", ((Number) card.getValue("max_model_len")).intValue()));
+    return out;
   }
 
   /** One {@code GET /v1/models}, bounded by {@code engine.health_timeout_s}: the cards of its {@code data}. */

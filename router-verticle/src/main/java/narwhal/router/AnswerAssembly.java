@@ -27,6 +27,8 @@ final class AnswerAssembly {
   private final Map<String, Object> top = new LinkedHashMap<>();
   private final TreeMap<Integer, Choice> choices = new TreeMap<>();
   private JsonObject usage;
+  /** The field a message without reasoning spells out as null: the engine's ({@link #reasoningField}), else vLLM's current one. */
+  private String reasoningField = "reasoning";
 
   AnswerAssembly(boolean chat) {
     this(chat, null);
@@ -44,6 +46,11 @@ final class AnswerAssembly {
   /** The content vLLM gives a tool-calling message without text, by the request's {@code tool_choice}. */
   static String toolCallContent(Object toolChoice) {
     return toolChoice instanceof JsonObject || "required".equals(toolChoice) ? "" : null;
+  }
+
+  /** The field the decode engine names reasoning with ({@code reasoning_content} on older vLLM); null: unknown. */
+  void reasoningField(String field) {
+    if (field != null) reasoningField = field;
   }
 
   void accept(JsonObject chunk) {
@@ -191,7 +198,7 @@ final class AnswerAssembly {
             .put("audio", null).put("function_call", null).put("tool_calls", calls);
         deltaTexts.forEach((k, v) -> message.put(k, v.toString()));
         deltaOther.forEach(message::put);
-        if (!message.containsKey("reasoning") && !message.containsKey("reasoning_content")) message.put("reasoning", null);
+        if (!message.containsKey("reasoning") && !message.containsKey("reasoning_content")) message.put(reasoningField, null);
         choice.put("message", message);
       } else {
         choice.put("text", text.toString());

@@ -12,6 +12,13 @@ interface ClientSink extends ClientEnd {
 
   void output(SseEvent.Output event);
 
+  /**
+   * The field the attempt's decode engine names reasoning with, as last seen in its streams (null: not seen yet), for
+   * an answer that carries no reasoning to spell out as null as the engine would.
+   */
+  default void reasoningField(String field) {
+  }
+
   /** The prompt's logprobs the attempt's prefill computed (null: none asked), for the answer to carry. */
   default void promptLogprobs(io.vertx.core.json.JsonArray promptLogprobs) {
   }

@@ -4,6 +4,8 @@ import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Reservation;
+import narwhal.common.fault.EngineFault;
+import narwhal.common.fault.FaultKind;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
@@ -13,12 +15,14 @@ import java.util.logging.Logger;
  * Whether a request's prompt and output limit fit the model's context, decided before any leg is sent
  * (docs/vllm.md#context-length): a prefill of a request the decode engine will refuse would hold the producer's KV
  * blocks until their lease ends. Without an output limit vLLM's is what the context leaves after the prompt, so the
- * prompt alone must fit, with the client's request (not the prefill leg's one token) named in the refusal. Settled
+ * prompt alone must fit, with the client's request (not the prefill leg's one token) named in the refusal; a
+ * completions request without one has vLLM's default of 16. Settled
  * without asking an engine where the request allows — a limit above the context, a prompt of token ids (counted exactly), or a
  * text prompt whose UTF-8 size bounds its tokens well inside the context — else by the producer's own
  * {@code POST /tokenize} (with {@code messages}, so the chat template counts). A request that does not fit gets
- * vLLM's own 400 (v0.18–v0.30 wording). When no engine reported its context, or {@code /tokenize} does not answer,
- * the request proceeds as without this check.
+ * vLLM's own 400 (v0.18–v0.30 wording). When no engine reported its context, or {@code /tokenize} fails (an
+ * engine without it), the request proceeds as without this check; a {@code /tokenize} that stays silent past the
+ * prefill's bound is the producer's timeout.
  */
 final class ContextFit {
   private static final Logger LOG = Logger.getLogger(ContextFit.class.getName());
@@ -26,14 +30,25 @@ final class ContextFit {
   private static final String[] CHAT_TEMPLATE_FIELDS = {"tools", "chat_template", "chat_template_kwargs",
       "add_generation_prompt", "continue_final_message", "add_special_tokens"};
 
+  /** vLLM's {@code max_tokens} for a completions request that sets none. */
+  static final int COMPLETION_DEFAULT_MAX_TOKENS = 16;
+
   private ContextFit() {
   }
 
-  /** The refusal for {@code request} if it cannot fit, checked on {@code producer}; empty when it fits or cannot be told. */
-  static Future<Optional<EdgeError>> check(RouterContext ctx, InferenceRequest request, Reservation producer) {
+  /**
+   * The refusal for {@code request} if it cannot fit, checked on {@code producer}; empty when it fits or cannot be told.
+   * Its {@code /tokenize} is part of the prefill phase: bounded by {@code boundMs} (the prefill leg's timeout or the
+   * request's deadline, whichever ends first) and reset when {@code cancel} completes; past the bound the check fails
+   * with the producer's {@link FaultKind#PREFILL_TIMEOUT} fault.
+   */
+  static Future<Optional<EdgeError>> check(RouterContext ctx, InferenceRequest request, Reservation producer, long boundMs,
+                                           Future<?> cancel) {
     JsonObject body = request.body();
     String limitKey = request.chat() && body.getValue("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
-    Long asked = LaxNumbers.integer(body.getValue(limitKey));
+    Long sent = LaxNumbers.integer(body.getValue(limitKey));
+    // vLLM's CompletionRequest defaults max_tokens to 16 (protocol.py); chat's default is what the context leaves
+    Long asked = sent == null && !request.chat() ? Long.valueOf(COMPLETION_DEFAULT_MAX_TOKENS) : sent;
     Integer context = ctx.facts().smallestContext(BaseModels.enginesLike(ctx.config().get(), producer.iid()));
     if (context == null) return Future.succeededFuture(Optional.empty());
     // no output limit: vLLM's is what the context leaves after the prompt, so the prompt alone must fit (and leave one)
@@ -53,8 +68,8 @@ final class ContextFit {
         return Future.succeededFuture(Optional.empty());
       }
     }
-    long boundMs = ctx.config().get().engine().healthTimeoutMs();
-    return ctx.engines().tokenize(producer.url(), tokenizeBody(request, request.model()), request.rid() + "-tokenize", boundMs)
+    return ctx.engines().tokenize(producer.url(), tokenizeBody(request, request.model()), request.rid() + "-tokenize", boundMs,
+            cancel)
         .map(answer -> {
           if (!(answer.getValue("count") instanceof Number count)) return Optional.<EdgeError>empty();
           int window = context;
@@ -65,10 +80,11 @@ final class ContextFit {
           if (limit > window) return Optional.of(outputTooLarge(limitKey, limit, window));
           return verdict(window, limit, count.longValue(), false, asked == null);
         })
-        .otherwise(err -> {
+        .recover(err -> {
+          if (err instanceof EngineFault fault && fault.kind() == FaultKind.PREFILL_TIMEOUT) return Future.failedFuture(fault);
           LOG.fine(() -> request.rid() + ": /tokenize on " + producer.iid() + " did not answer (" + err.getMessage()
               + "); the request goes on unchecked");
-          return Optional.empty();
+          return Future.succeededFuture(Optional.<EdgeError>empty());
         });
   }
 

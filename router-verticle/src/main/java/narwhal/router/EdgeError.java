@@ -3,9 +3,12 @@ package narwhal.router;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.config.EngineConfig;
+import narwhal.common.config.NarwhalConfig;
 import narwhal.common.fault.EdgeFailure;
+import narwhal.common.fault.EngineFault;
 
 import java.net.URI;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
 
@@ -116,14 +119,51 @@ record EdgeError(int status, String type, String message, String param, Object c
   }
 
   /**
+   * An engine's own error passed to a client, the one place an engine's words become a client's error (a leg's fault
+   * ending the request, or the 4xx of an endpoint an engine runs whole): {@code message} with every engine address of
+   * {@code engines} replaced by {@code <engine>} ({@link #redacted}); the journal keeps the engine's own words.
+   */
+  static EdgeError ofEngine(int status, String type, String message, String param, Object code, String reason,
+                            List<EngineConfig> engines) {
+    return new EdgeError(status, type, redacted(message, engines), param, code, reason, false);
+  }
+
+  /**
+   * {@code fault} ending a request: before output the engine's own error type, {@code param} and {@code code} (its 4xx
+   * answer, its error object); once output exists ({@code afterOutput}) the phase is the type (docs/errors.md).
+   */
+  static EdgeError ofEngine(EngineFault fault, boolean afterOutput, List<EngineConfig> engines) {
+    return ofEngine(fault.status(), afterOutput ? fault.phase().wireName() : fault.errorType(), fault.detail(),
+        afterOutput ? null : fault.param(), afterOutput ? null : fault.code(), fault.kind().reason(), engines);
+  }
+
+  /** The address patterns of one engine list, compiled once per list ({@link NarwhalConfig} changes only on a reload). */
+  private record Addresses(List<EngineConfig> engines, List<Pattern> patterns) {
+  }
+
+  private static volatile Addresses addresses = new Addresses(List.of(), List.of());
+
+  /**
    * {@code message} with every engine address of {@code engines} (its base URL and anything after it, its
    * {@code host:port}, its host when that is an address or a dotted name) replaced by {@code <engine>}: an engine's
-   * error passed to a client (docs/errors.md) must not tell it where the fleet's engines are; the journal keeps the
-   * engine's own words.
+   * error passed to a client (docs/errors.md) must not tell it where the fleet's engines are.
    */
   static String redacted(String message, List<EngineConfig> engines) {
     if (message == null || message.isEmpty()) return message;
     String out = message;
+    for (Pattern address : patterns(engines)) out = address.matcher(out).replaceAll(ENGINE);
+    return out;
+  }
+
+  private static final String ENGINE = "<engine>";
+
+  private static List<Pattern> patterns(List<EngineConfig> engines) {
+    Addresses known = addresses;
+    if (known.engines() == engines) return known.patterns();
+    // every engine's URLs first, then host:port, then hosts: engines sharing a host must not leave a URL half read
+    List<Pattern> urls = new ArrayList<>();
+    List<Pattern> hostPorts = new ArrayList<>();
+    List<Pattern> hosts = new ArrayList<>();
     for (EngineConfig engine : engines) {
       URI uri;
       try {
@@ -136,14 +176,19 @@ record EdgeError(int status, String type, String message, String param, Object c
       String bareHost = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
       int port = uri.getPort();
       String quotedHost = Pattern.quote(host);
-      out = out.replaceAll("(?i)\\b[a-z][a-z0-9+.-]*://" + quotedHost + (port >= 0 ? ":" + port : "(?::\\d+)?") + "[^\\s\"'<>)]*",
-          "<engine>");
-      if (port >= 0) out = out.replace(host + ":" + port, "<engine>");
+      urls.add(Pattern.compile("(?i)\\b[a-z][a-z0-9+.-]*://" + quotedHost + (port >= 0 ? ":" + port : "(?::\\d+)?")
+          + "[^\\s\"'<>)]*"));
+      if (port >= 0) hostPorts.add(Pattern.compile(Pattern.quote(host + ":" + port)));
       if (bareHost.contains(".") || bareHost.contains(":")) {
-        out = out.replaceAll("(?<![\\w.:-])" + Pattern.quote(bareHost) + "(?![\\w-]|\\.\\w)", "<engine>");
+        hosts.add(Pattern.compile("(?<![\\w.:-])" + Pattern.quote(bareHost) + "(?![\\w-]|\\.\\w)"));
       }
     }
-    return out;
+    List<Pattern> all = new ArrayList<>(urls);
+    all.addAll(hostPorts);
+    all.addAll(hosts);
+    List<Pattern> compiled = List.copyOf(all);
+    addresses = new Addresses(engines, compiled);
+    return compiled;
   }
 
   public JsonObject body() {

@@ -3,6 +3,7 @@ package narwhal.router;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.ext.web.RoutingContext;
 import narwhal.common.fault.RequestOutcome;
+import narwhal.router.telemetry.RequestTrace;
 
 import java.time.Instant;
 
@@ -56,7 +57,24 @@ final class EdgeRefusal {
       long arrivedNanos, EdgeError error, RequestOutcome terminal) {
     if (terminal == RequestOutcome.INVALID) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
     error.send(request.response());
+    RequestTrace trace = traced(ctx, request, endpoint, rid, arrivedNanos);
+    trace.finished(terminal.wireName(), error.reason(), error.status(), error.type(), 0);
     ctx.journal().append(new JournalRow(rid, request.getHeader("x-request-id"), endpoint, arrived, arrivedNanos)
-        .ending(terminal, error.reason(), error.status(), error.type()).done());
+        .ending(terminal, error.reason(), error.status(), error.type()).traceId(trace.traceId()).done());
+  }
+
+  /**
+   * With tracing on, a refused request has its trace too (the client's {@code traceparent} continued, or a new one): a
+   * request span with the refusal, so the trace id its journal row carries finds its trace. None when no path was read.
+   */
+  private static RequestTrace traced(RouterContext ctx, HttpServerRequest request, String endpoint, String rid, long arrivedNanos) {
+    if (endpoint == null || !ctx.tracing().enabled()) return RequestTrace.OFF;
+    String operation = switch (endpoint) {
+      case "/v1/completions" -> "text_completion";
+      case "/v1/chat/completions" -> "chat";
+      default -> WholeHandler.operation(endpoint);
+    };
+    return ctx.tracing().begin(request.headers(), new RequestTrace.Start(operation, null, rid, request.getHeader("x-request-id"),
+        endpoint, false, arrivedNanos, null));
   }
 }

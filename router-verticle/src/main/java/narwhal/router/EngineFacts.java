@@ -31,6 +31,20 @@ public final class EngineFacts {
 
   private final Map<String, Facts> byIid = new ConcurrentHashMap<>();
   private final Map<String, Context> contexts = new ConcurrentHashMap<>();
+  private final Map<String, String> reasoningFields = new ConcurrentHashMap<>();
+
+  /**
+   * Records the field engine {@code iid}'s stream named its reasoning with ({@code reasoning_content}, older vLLM, or
+   * {@code reasoning}): a non-streamed answer without reasoning spells that field out as null, as the engine's does.
+   */
+  public void reasoningField(String iid, String field) {
+    if (field != null && !field.equals(reasoningFields.get(iid))) reasoningFields.put(iid, field);
+  }
+
+  /** The reasoning field engine {@code iid} was last seen to use; null until its stream carried reasoning. */
+  public String reasoningField(String iid) {
+    return reasoningFields.get(iid);
+  }
 
   /** Records an engine's {@code max_model_len} as its {@code /v1/models} lists it, keeping what is known of its tokenizer. */
   public void maxModelLen(String iid, int maxModelLen) {
@@ -73,6 +87,7 @@ public final class EngineFacts {
   public void forget(String iid) {
     byIid.remove(iid);
     contexts.remove(iid);
+    reasoningFields.remove(iid);
   }
 
   public Facts get(String iid) {

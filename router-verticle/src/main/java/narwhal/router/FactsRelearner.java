@@ -2,6 +2,7 @@ package narwhal.router;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.engines.checks.CheckFailure;
@@ -17,9 +18,10 @@ import java.util.logging.Logger;
 /**
  * Keeps {@link EngineFacts} true across hot reloads: an engine that a reload adds, or whose {@code url}, {@code role},
  * {@code attestation_url} or {@code kv_side_channel} it changes (an engine moved to another host under the same iid),
- * is a new engine: its old facts are forgotten at once and its attestation and context ({@code max_model_len}) are read
- * again, so a handoff from it is checked against what the engine now attests, not against the engine it replaced. (The breaker keeps such an engine
- * out until its readmission checks pass.)
+ * is a new engine: its old facts are forgotten at once and its attestation is read again, so a handoff from it is
+ * checked against what the engine now attests, not against the engine it replaced (the breaker keeps such an engine
+ * out until its readmission checks pass). Its context ({@code max_model_len}) comes from placement's readings of
+ * {@code /v1/models}, the one reader of them while the replica serves ({@link #listed}).
  */
 final class FactsRelearner {
   private static final Logger LOG = Logger.getLogger(FactsRelearner.class.getName());
@@ -39,9 +41,6 @@ final class FactsRelearner {
     for (EngineConfig engine : engines) {
       if (engine.equals(known.get(engine.iid()))) continue;
       facts.forget(engine.iid());
-      checks.modelCard(engine).onSuccess(card -> {
-        if (card.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(engine.iid(), n.intValue());
-      });
       checks.attestation(engine)
           .onSuccess(attested -> facts.learn(engine.iid(), attested))
           .onFailure(err -> LOG.info(() -> "engine " + engine.iid() + ": no attestation after the reload ("
@@ -52,16 +51,14 @@ final class FactsRelearner {
   }
 
   /**
-   * An engine came back to serving (readmitted, undrained, its quarantine ended): its context is read again from its
-   * {@code /v1/models}, so a smaller one a {@code /tokenize} answer reported, or an old listing, does not stand for good.
+   * Placement read engine {@code iid}'s {@code /v1/models} ({@link narwhal.common.bus.Addresses#PLACEMENT_LISTED}: at
+   * start, when it comes back to serving, on a reload, every {@code placement.models_refresh_s}): the context its card
+   * gives is the engine's, so a smaller one a {@code /tokenize} answer reported, or an engine restarted with another
+   * {@code --max-model-len}, does not stand past the next reading. An engine this replica does not know is ignored.
    */
-  void readmitted(String iid) {
-    known.values().stream().filter(e -> e.iid().equals(iid)).findFirst().ifPresent(engine -> checks.modelCard(engine)
-        .onSuccess(card -> {
-          if (card.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(iid, n.intValue());
-        })
-        .onFailure(err -> LOG.fine(() -> "engine " + iid + ": /v1/models not read after readmission ("
-            + CheckFailure.reasonOf(err) + "); its learned context stands")));
+  void listed(JsonObject reading) {
+    if (reading == null || !(reading.getValue("iid") instanceof String iid) || !known.containsKey(iid)) return;
+    if (reading.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(iid, n.intValue());
   }
 
   private void remember(List<EngineConfig> engines) {

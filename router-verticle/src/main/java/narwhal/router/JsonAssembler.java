@@ -55,6 +55,11 @@ final class JsonAssembler implements ClientSink {
     outputLength = 0;
   }
 
+  @Override
+  public void reasoningField(String field) {
+    answer.reasoningField(field);
+  }
+
   /** vLLM places them in a completion's choice and at the top of a chat answer ({@link AnswerAssembly#body}). */
   @Override
   public void promptLogprobs(io.vertx.core.json.JsonArray promptLogprobs) {

@@ -181,7 +181,7 @@ final class RequestLifecycle implements Admission.Cuttable {
 
   private Future<DecodeEnd> disaggregated(Attempt a) {
     return reserve(Phase.PREFILL, null)
-        .compose(producer -> fits(producer).map(producer))
+        .compose(producer -> fits(a, producer).map(producer))
         .compose(producer -> prefill(a, producer))
         .compose(handoff -> reserve(Phase.DECODE, a.producer.iid()).map(consumer -> {
           a.consumer = consumer;
@@ -238,14 +238,27 @@ final class RequestLifecycle implements Admission.Cuttable {
     }
   }
 
-  /** The first attempt asks whether the request fits the context; a request that does not is refused here. */
-  private Future<Void> fits(Reservation producer) {
+  /**
+   * Asks, until once settled, whether the request fits the context; a request that does not is refused here. The
+   * producer's {@code /tokenize} is part of the prefill phase: bounded as its leg is, its silence is the producer's
+   * prefill timeout (sent to the engine, so retried as one: the next attempt asks again).
+   */
+  private Future<Void> fits(Attempt a, Reservation producer) {
     if (fitChecked) return Future.succeededFuture();
     fitChecked = true;
-    return ContextFit.check(ctx, request, producer).compose(refusal -> {
+    long boundMs = Math.max(1, Math.min(cfg.serving().prefillTimeoutMs(), remainingMs()));
+    return ContextFit.check(ctx, request, producer, boundMs, cancelLegs.future()).compose(refusal -> {
       if (refusal.isEmpty()) return Future.succeededFuture();
       release(producer);
       return Future.failedFuture(new Refused(refusal.get()));
+    }, err -> {
+      release(producer);
+      if (err instanceof EngineFault) {
+        a.producer = producer;
+        dispatched = true;
+        fitChecked = false;
+      }
+      return Future.failedFuture(err);
     });
   }
 
@@ -291,6 +304,7 @@ final class RequestLifecycle implements Admission.Cuttable {
         trace.decode(a.consumer.iid(), requestId, sameWorker, handoffAge));
     sink.attemptStarted();
     sink.promptLogprobs(handoff.promptLogprobs());
+    sink.reasoningField(ctx.facts().reasoningField(a.consumer.iid()));
     DecodeStream stream = ctx.engines().decode(handoff, call);
     decode = stream;
     Runnable resume = stream::resume;
@@ -310,6 +324,7 @@ final class RequestLifecycle implements Admission.Cuttable {
         perModel.interToken(now - a.lastOutputAt);
       }
       a.lastOutputAt = now;
+      ctx.facts().reasoningField(a.consumer.iid(), output.reasoningField());
       sink.output(output);
     } else if (event instanceof SseEvent.Metadata metadata) {
       sink.metadata(metadata);
@@ -426,12 +441,8 @@ final class RequestLifecycle implements Admission.Cuttable {
 
   /** Ends the request with an engine fault of attempt {@code a}: no attempt follows. */
   private void fail(Attempt a, EngineFault fault) {
-    // Before output an engine's own error type (4xx answer, error object) reaches the client as is; once output
-    // exists the failure ends the stream (or the assembled answer) with the phase as its type (docs/errors.md).
-    String errorType = a.decodeOutput ? fault.phase().wireName() : fault.errorType();
-    EdgeError error = new EdgeError(fault.status(), errorType, EdgeError.redacted(fault.detail(), cfg.engines()),
-        a.decodeOutput ? null : fault.param(),
-        a.decodeOutput ? null : fault.code(), fault.kind().reason(), false);
+    EdgeError error = EdgeError.ofEngine(fault, a.decodeOutput, cfg.engines());
+    String errorType = error.type();
     client.fail(error);
     RequestOutcome terminal = fault.kind() == FaultKind.HANDOFF_EXPIRED ? RequestOutcome.EXPIRED : RequestOutcome.FAILED;
     if (terminal == RequestOutcome.EXPIRED) ctx.metrics().expired(fault.kind().reason()); else ctx.metrics().failed(fault.kind().reason());

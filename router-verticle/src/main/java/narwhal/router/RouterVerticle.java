@@ -98,10 +98,7 @@ public final class RouterVerticle extends VerticleBase {
         if (msg.replyAddress() != null) msg.reply(null);
       });
       relearner = new FactsRelearner(vertx, config, facts, env);
-      vertx.eventBus().<JsonObject>consumer(Addresses.FLEET_CHANGED, msg -> {
-        narwhal.common.bus.EngineStateEvent event = narwhal.common.bus.EngineStateEvent.fromJson(msg.body());
-        if (event != null && event.state() == narwhal.common.bus.EngineState.SERVING) relearner.readmitted(event.iid());
-      });
+      vertx.eventBus().<JsonObject>localConsumer(Addresses.PLACEMENT_LISTED, msg -> relearner.listed(msg.body()));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> {
         if (msg.body() != null && msg.body().getBoolean("unreadable", false)) metrics.configUnreadable();

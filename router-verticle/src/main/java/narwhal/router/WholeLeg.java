@@ -222,13 +222,34 @@ final class WholeLeg implements ClientEnd {
     if (resp.statusCode() == 200) scan(body, iid);
     String type = resp.getHeader("content-type");
     client.setStatusCode(resp.statusCode()).putHeader("content-type", type == null ? "application/json" : type);
-    ownerRecorded.onComplete(x -> client.end(body));
+    Buffer sent = resp.statusCode() == 200 ? body : refusal(resp.statusCode(), body, json);
+    ownerRecorded.onComplete(x -> client.end(sent));
     if (resp.statusCode() != 200) {
       return Future.failedFuture(new EngineRefused(resp.statusCode(), modelMissing(resp.statusCode(), json), errorType(json)));
     }
     boolean generated = target.sendsBody();
     return Future.succeededFuture(new DecodeEnd(null, generated && json != null && json.getValue("usage") instanceof JsonObject u
         ? usage(u) : null, 0));
+  }
+
+  /**
+   * The engine's 4xx as the client gets it: as sent, but for its message, which becomes a client's error where every
+   * engine's does ({@link EdgeError#ofEngine}): without the fleet's engine addresses.
+   */
+  private Buffer refusal(int status, Buffer body, JsonObject json) {
+    List<EngineConfig> engines = ctx.config().get().engines();
+    JsonObject error = json == null ? null : json.getValue("error") instanceof JsonObject e ? e : json;
+    if (error == null || !(error.getValue("message") instanceof String message)) {
+      String text = body.toString(StandardCharsets.UTF_8);
+      String redacted = EdgeError.redacted(text, engines);
+      return redacted.equals(text) ? body : Buffer.buffer(redacted);
+    }
+    EdgeError passed = EdgeError.ofEngine(status, errorType(json), message, error.getValue("param") instanceof String p ? p : null,
+        error.getValue("code"), FaultKind.ENGINE_REJECTED.reason(), engines);
+    if (passed.message().equals(message)) return body;
+    JsonObject out = json.copy();
+    (out.getValue("error") instanceof JsonObject e ? e : out).put("message", passed.message());
+    return out.toBuffer();
   }
 
   /** vLLM's 404 for a model it does not serve, classified as every engine answer is ({@link EngineFault#ofStatus}). */

@@ -137,17 +137,39 @@ class EdgeValidationTest {
 
   @Test
   void withoutAnOutputLimitTheRefusalIsVllmsForTheClientsRequest() throws Exception {
-    JsonObject tooLong = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", RouterHarness.words(4097));
-    RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", tooLong);
+    // chat: vLLM's limit is what the context leaves; the template's "user:" is one token more than the words
+    JsonObject tooLong = new JsonObject().put("model", RouterHarness.MODEL).put("messages", new JsonArray()
+        .add(new JsonObject().put("role", "user").put("content", RouterHarness.words(4096))));
+    RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/chat/completions", tooLong);
     assertEquals(400, direct.status(), direct.body());
-    RouterHarness.Reply reply = h.post("/v1/completions", tooLong);
+    RouterHarness.Reply reply = h.post("/v1/chat/completions", tooLong);
     assertEquals(400, reply.status(), reply.body());
     assertEquals(direct.json(), reply.json(), "not the prefill leg's one output token");
     assertTrue(reply.error().getString("message").contains("you requested 0 output tokens"), reply.body());
     assertTrue(legs(reply.requestId()).stream().noneMatch(r -> String.valueOf(r.getValue("request_id")).endsWith("-prefill")));
-    RouterHarness.Reply full = h.post("/v1/completions", tooLong.copy().put("prompt", RouterHarness.words(4096)));
-    assertEquals(400, full.status(), full.body());
-    assertEquals("max_tokens must be at least 1, got 0.", full.error().getString("message"), "no room left for any output");
-    assertEquals(200, h.post("/v1/completions", tooLong.copy().put("prompt", RouterHarness.words(4095))).status());
+    JsonObject full = tooLong.copy().put("messages", new JsonArray()
+        .add(new JsonObject().put("role", "user").put("content", RouterHarness.words(4095))));
+    RouterHarness.Reply filled = h.post("/v1/chat/completions", full);
+    assertEquals(400, filled.status(), filled.body());
+    assertEquals("max_tokens must be at least 1, got 0.", filled.error().getString("message"), "no room left for any output");
+    JsonObject fits = tooLong.copy().put("messages", new JsonArray()
+        .add(new JsonObject().put("role", "user").put("content", RouterHarness.words(4094))));
+    assertEquals(200, h.post("/v1/chat/completions", fits).status());
   }
+
+  @Test
+  void aCompletionWithoutMaxTokensHasVllmsDefaultOf16() throws Exception {
+    JsonObject refused = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", RouterHarness.words(4096 - 15));
+    RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", refused);
+    assertEquals(400, direct.status(), direct.body());
+    assertTrue(direct.error().getString("message").contains("you requested 16 output tokens"), direct.body());
+    RouterHarness.Reply reply = h.post("/v1/completions", refused);
+    assertEquals(400, reply.status(), reply.body());
+    assertEquals(direct.json(), reply.json());
+    assertTrue(legs(reply.requestId()).stream().noneMatch(r -> String.valueOf(r.getValue("request_id")).endsWith("-prefill")),
+        "refused before any leg");
+    RouterHarness.Reply fits = h.post("/v1/completions", refused.copy().put("prompt", RouterHarness.words(4096 - 16)));
+    assertEquals(200, fits.status(), fits.body());
+  }
+
 }

@@ -46,6 +46,20 @@ class EngineErrorPassThroughTest {
   }
 
   @Test
+  void aWholeEndpointsEngineRefusalReachesTheClientWithoutEngineAddresses() throws Exception {
+    java.net.URI engine = java.net.URI.create(h.engine("D0").url());
+    String hostPort = engine.getHost() + ":" + engine.getPort();
+    String words = "tokenizer of " + h.engine("D0").url() + "/v1/embeddings refused (remote " + hostPort + ")";
+    h.engine("D0").faults().add(new JsonObject().put("kind", "status").put("status", 400).put("phase", "decode").put("count", 1)
+        .put("message", words).put("type", "BadRequestError"));
+    RouterHarness.Reply reply = h.post("/v1/embeddings", new JsonObject().put("model", RouterHarness.MODEL).put("input", "hi"));
+    assertEquals(400, reply.status(), reply.body());
+    assertEquals(new JsonObject().put("error", new JsonObject().put("message", "tokenizer of <engine> refused (remote <engine>)")
+        .put("type", "BadRequestError").put("param", null).put("code", 400)), reply.json(), "as sent, without engine addresses");
+    org.junit.jupiter.api.Assertions.assertFalse(reply.body().contains(hostPort), reply.body());
+  }
+
+  @Test
   void numericStringsAndIntegralFloatsAreTakenAsVllmTakesThem() {
     JsonObject eight = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", "count the stars").put("max_tokens", 8)
         .put("ignore_eos", true);

@@ -205,6 +205,23 @@ class TracingTest {
   }
 
   @Test
+  void aRequestRefusedForItsBodyHasItsTraceAndItsRowFindsIt() throws Exception {
+    String trace = "6cf92f3577b34da6a3ce929d0e0e4738";
+    RouterHarness.Reply reply = h.post("/v1/chat/completions", io.vertx.core.buffer.Buffer.buffer("{\"model\": \"x\", "),
+        Map.of("traceparent", "00-" + trace + "-" + CLIENT_SPAN + "-01"));
+    assertEquals(400, reply.status(), reply.body());
+    JsonObject row = h.journalRow(reply.requestId());
+    assertEquals("invalid", row.getString("terminal"), row.encode());
+    assertEquals(trace, row.getString("trace_id"), "the row names the client's trace");
+    OtlpReceiver.Received request = one(otlp.trace(trace, TracingTest::hasRequestSpan), "chat");
+    assertEquals(CLIENT_SPAN, request.parentId());
+    assertEquals(reply.requestId(), request.attribute("narwhal.rid"));
+    assertEquals(400L, request.attribute("http.response.status_code"));
+    assertEquals("invalid", request.attribute("narwhal.terminal"));
+    assertEquals(0L, request.attribute("narwhal.attempts"));
+  }
+
+  @Test
   void aRequestAnEngineRunsWholeIsTracedWithItsOneLegAsTheDecodeSpan() throws Exception {
     String trace = "5cf92f3577b34da6a3ce929d0e0e4737";
     RouterHarness.Reply reply = h.post("/v1/embeddings", new JsonObject().put("model", RouterHarness.MODEL)

@@ -16,6 +16,12 @@ public final class Addresses {
    * drops it from the engine's listing until its next {@code /v1/models} reading.
    */
   public static final String PLACEMENT_UNLIST = "narwhal.placement.unlist";
+  /**
+   * Local publish: placement read an engine's {@code /v1/models} (at start, when it enters service, on a reload, every
+   * {@code placement.models_refresh_s}): {@code {"iid", "max_model_len"}}, the context its own model's card gives
+   * ({@code max_model_len} absent when the card names none). The router's learned context is this reading's.
+   */
+  public static final String PLACEMENT_LISTED = "narwhal.placement.listed";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */

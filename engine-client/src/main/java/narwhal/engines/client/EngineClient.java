@@ -133,18 +133,35 @@ public final class EngineClient {
 
   /**
    * vLLM's {@code POST /tokenize} on an engine, bounded by {@code timeoutMs}: its answer
-   * ({@code {count, max_model_len, tokens, token_strs}}), or a failure saying why there is none.
+   * ({@code {count, max_model_len, tokens, token_strs}}), or a failure saying why there is none. Asked before a
+   * prefill (the router's context check), its silence is the producer's: past the bound it fails with a
+   * {@link FaultKind#PREFILL_TIMEOUT} fault of phase prefill, and its connection is reset; when {@code cancel}
+   * completes first (the request ended) it is reset too.
    */
-  public Future<JsonObject> tokenize(String baseUrl, JsonObject body, String requestId, long timeoutMs) {
+  public Future<JsonObject> tokenize(String baseUrl, JsonObject body, String requestId, long timeoutMs, Future<?> cancel) {
     long bound = Math.max(1, timeoutMs);
-    return onContext(() -> http.request(post(baseUrl, "/tokenize", requestId).setIdleTimeout(bound))
-        .compose(req -> req.send(body.toBuffer()))
-        .compose(resp -> boundedBody(resp, Phase.PREFILL).map(buf -> {
-          if (resp.statusCode() != 200) {
-            throw new IllegalStateException("tokenize answered HTTP " + resp.statusCode() + ": " + errorMessage(buf));
-          }
-          return new JsonObject(buf);
-        })).timeout(bound, java.util.concurrent.TimeUnit.MILLISECONDS));
+    return onContext(() -> {
+      Promise<JsonObject> result = Promise.promise();
+      long timer = vertx.setTimer(bound, t -> result.tryFail(new EngineFault(FaultKind.PREFILL_TIMEOUT, Phase.PREFILL,
+          "/tokenize (the context check before prefill) did not answer within " + SecondsText.of(bound) + "s")));
+      cancel.onComplete(v -> result.tryFail(new CancellationException("tokenize cancelled")));
+      http.request(post(baseUrl, "/tokenize", requestId))
+          .compose(req -> {
+            result.future().onFailure(err -> req.reset());
+            return req.send(body.toBuffer());
+          })
+          .compose(resp -> boundedBody(resp, Phase.PREFILL).map(buf -> {
+            if (resp.statusCode() != 200) {
+              throw new IllegalStateException("tokenize answered HTTP " + resp.statusCode() + ": " + errorMessage(buf));
+            }
+            return new JsonObject(buf);
+          }))
+          .onComplete(ar -> {
+            vertx.cancelTimer(timer);
+            if (ar.succeeded()) result.tryComplete(ar.result()); else result.tryFail(ar.cause());
+          });
+      return result.future();
+    });
   }
 
   /**

@@ -20,6 +20,7 @@ final class ChoiceOutput {
   private boolean joined;
   private boolean toolCalls;
   private String finishReason;
+  private String reasoningField;
 
   /** Forgets the frame read before. */
   void reset() {
@@ -28,6 +29,7 @@ final class ChoiceOutput {
     joined = false;
     toolCalls = false;
     finishReason = null;
+    reasoningField = null;
   }
 
   void startChoice() {
@@ -45,6 +47,8 @@ final class ChoiceOutput {
 
   void endChoice() {
     appendNonNull(choiceText);
+    if (reasoningContent != null) reasoningField = "reasoning_content";
+    else if (reasoning != null && reasoningField == null) reasoningField = "reasoning";
     appendNonNull(reasoningContent);
     appendNonNull(reasoning);
     appendNonNull(content);
@@ -67,6 +71,11 @@ final class ChoiceOutput {
 
   String finishReason() {
     return finishReason;
+  }
+
+  /** The name the frame's reasoning went under ({@code reasoning_content}, older vLLM, or {@code reasoning}); null: none. */
+  String reasoningField() {
+    return reasoningField;
   }
 
   /** No text and no tool call: a metadata frame. */

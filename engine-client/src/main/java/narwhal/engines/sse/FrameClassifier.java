@@ -63,7 +63,7 @@ final class FrameClassifier {
     if (isDone(event, from, to)) return SseEvent.Done.INSTANCE;
     if (!scanner.scan(event, from, to)) return null;
     SseFrame frame = new SseFrame(wire(event, offset, length, wire), scanner.finishReason(), null);
-    return !scanner.hasText() && !scanner.toolCalls() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, scanner.text());
+    return !scanner.hasText() && !scanner.toolCalls() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, scanner.text(), scanner.reasoningField());
   }
 
   private static Buffer wire(byte[] event, int offset, int length, Buffer wire) {
@@ -83,7 +83,7 @@ final class FrameClassifier {
     }
     if (error != null) return new SseEvent.ErrorFrame(new String(event, from, to - from, StandardCharsets.UTF_8), error);
     SseFrame frame = new SseFrame(wire(event, offset, length, wire), out.finishReason(), usage);
-    return out.none() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, out.text());
+    return out.none() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, out.text(), out.reasoningField());
   }
 
   /**
@@ -113,7 +113,7 @@ final class FrameClassifier {
     }
     JsonObject treeUsage = json.getValue("usage") instanceof JsonObject u ? u : null;
     SseFrame frame = new SseFrame(wire(event, offset, length, wire), out.finishReason(), treeUsage, json);
-    return out.none() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, out.text());
+    return out.none() ? new SseEvent.Metadata(frame) : new SseEvent.Output(frame, out.text(), out.reasoningField());
   }
 
   /** One choice of a tree, read as {@link #choice(JsonParser)} reads it from tokens. */

@@ -94,6 +94,10 @@ final class FrameScanner {
     return out.finishReason();
   }
 
+  String reasoningField() {
+    return out.reasoningField();
+  }
+
   private void topObject() {
     if (enteredEmpty('}')) return;
     while (true) {

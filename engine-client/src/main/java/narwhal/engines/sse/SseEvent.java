@@ -10,8 +10,15 @@ import io.vertx.core.json.JsonObject;
  */
 public sealed interface SseEvent {
 
-  /** A frame carrying generated text, content, reasoning or a tool-call delta. */
-  record Output(SseFrame frame, String text) implements SseEvent {}
+  /**
+   * A frame carrying generated text, content, reasoning or a tool-call delta; {@code reasoningField} names the field its
+   * reasoning came in ({@code reasoning_content} or {@code reasoning}), null when it carried none.
+   */
+  record Output(SseFrame frame, String text, String reasoningField) implements SseEvent {
+    public Output(SseFrame frame, String text) {
+      this(frame, text, null);
+    }
+  }
 
   /** A frame carrying no generated output: role deltas, empty deltas, usage-only frames. */
   record Metadata(SseFrame frame) implements SseEvent {}

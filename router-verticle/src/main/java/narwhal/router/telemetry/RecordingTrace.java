@@ -80,7 +80,8 @@ final class RecordingTrace extends RequestTrace {
   RecordingTrace(Tracing tracing, Context parent, Start start) {
     this.tracing = tracing;
     String operation = start.operation();
-    request = tracing.tracer().spanBuilder(operation + " " + start.model()).setParent(parent).setSpanKind(SpanKind.SERVER)
+    String name = start.model() == null ? operation : operation + " " + start.model();
+    request = tracing.tracer().spanBuilder(name).setParent(parent).setSpanKind(SpanKind.SERVER)
         .setStartTimestamp(tracing.epochNanos(start.arrivedNanos()), Tracing.unit())
         .setAttribute(OPERATION, operation).setAttribute(REQUEST_MODEL, start.model())
         .setAttribute(METHOD, "POST").setAttribute(PATH, start.endpoint()).setAttribute(RID, start.rid())
