@@ -40,8 +40,9 @@ import java.util.function.UnaryOperator;
  * fleet file's {@code cluster.*} keys applied, the event bus binds {@code cluster.host} on a free port (advertising
  * {@code cluster.public_host} when set), with TLS
  * between replicas when {@code cluster.tls.enabled}. Router replicas join as full members (they hold partitions and
- * backups of the shared state); the admin command joins as a lite member, which holds none. With clustering off the
- * same call builds a plain Vert.x instance, so a single node runs the same code.
+ * backups of the shared state); the admin command joins as a lite member, which holds none. Each shared map's
+ * split-brain merge policy is set here ({@link #MERGE_POLICIES}, docs/operations.md#partitions). With clustering off
+ * the same call builds a plain Vert.x instance, so a single node runs the same code.
  */
 public final class ClusterBootstrap {
   /** System property naming a Hazelcast XML file to start from instead of {@value #DEFAULT_FILE}. */
