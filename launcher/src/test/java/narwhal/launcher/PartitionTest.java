@@ -88,6 +88,8 @@ class PartitionTest {
       assertEquals(sideA, states(a), "side A's own decisions only: the partition is real");
       assertEquals(sideB, states(b), "side B's own decisions only");
       int beforeHeal = traffic.succeeded.get();
+      // The admin commands' lite members have left (their JVMs exited): the heal is the only membership change.
+      await("the admin commands' members gone", 60_000, () -> nodes(a) == 1 && nodes(b) == 1, a, b);
 
       net.heal();
       long healed = System.nanoTime();
@@ -96,6 +98,7 @@ class PartitionTest {
       Check converged = () -> newest.equals(states(a)) && newest.equals(states(b));
       try {
         await("both replicas hold the newest decision about every engine " + newest, CONVERGE_MS, converged, a, b);
+        System.out.println("PartitionTest: converged " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - healed) + " ms after the heal");
       } catch (AssertionError late) {
         String when;
         try {
@@ -157,6 +160,12 @@ class PartitionTest {
   private static int members(ReplicaProcess replica) {
     JsonObject state = replica.state();
     return state == null ? -1 : state.getJsonObject("cluster").getInteger("members_seen", -1);
+  }
+
+  /** How many Vert.x nodes the replica's cluster has (routers and admin commands). */
+  private static int nodes(ReplicaProcess replica) {
+    JsonObject state = replica.state();
+    return state == null ? -1 : state.getJsonArray("cluster_members").size();
   }
 
   /** iid → state in the replica's {@code /narwhal/state}; empty when it does not answer. */
