@@ -78,18 +78,18 @@ class PartitionTest {
       admin(net.a, fleetA, "eject", "D1");
       admin(net.b, fleetB, "quarantine", "D1", "--seconds", "600");
       admin(net.b, fleetB, "quarantine", "D3", "--seconds", "600");
+      admin(net.a, fleetA, "eject", "D3");
+      // The admin commands' lite members have left (their JVMs exited) before anything else changes.
+      await("the admin commands' members gone", 60_000, () -> nodes(a) == 1 && nodes(b) == 1, a, b);
       net.cutEngine(net.b, port(engines.get("D2")));
       await("side B ejects D2 on its own failures", 60_000, () -> "ejected".equals(b.engineState("D2")), a, b);
       net.restoreEngine(net.b);
-      admin(net.a, fleetA, "eject", "D3");
 
       Map<String, String> sideA = Map.of("P0", "serving", "P1", "serving", "D0", "serving", "D1", "ejected", "D2", "serving", "D3", "ejected");
       Map<String, String> sideB = Map.of("P0", "serving", "P1", "serving", "D0", "serving", "D1", "quarantined", "D2", "ejected", "D3", "quarantined");
       assertEquals(sideA, states(a), "side A's own decisions only: the partition is real");
       assertEquals(sideB, states(b), "side B's own decisions only");
       int beforeHeal = traffic.succeeded.get();
-      // The admin commands' lite members have left (their JVMs exited): the heal is the only membership change.
-      await("the admin commands' members gone", 60_000, () -> nodes(a) == 1 && nodes(b) == 1, a, b);
 
       net.heal();
       long healed = System.nanoTime();
