@@ -18,7 +18,6 @@ import io.vertx.core.net.PfxOptions;
 import io.vertx.core.spi.VertxMetricsFactory;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.SharedState;
-import narwhal.common.bus.SharedState;
 import narwhal.common.config.ClusterConfig;
 
 import java.io.FileNotFoundException;
@@ -27,7 +26,6 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Collections;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
