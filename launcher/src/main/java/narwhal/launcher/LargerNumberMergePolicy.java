@@ -17,9 +17,9 @@ public final class LargerNumberMergePolicy implements SplitBrainMergePolicy<Obje
   public Object merge(MergingValue<Object> merging, MergingValue<Object> existing) {
     if (existing == null) return merging.getRawValue();
     if (merging == null) return existing.getRawValue();
-    if (!(merging.getValue() instanceof Number theirs)) return existing.getRawValue();
-    if (!(existing.getValue() instanceof Number ours)) return merging.getRawValue();
-    return theirs.longValue() > ours.longValue() ? merging.getRawValue() : existing.getRawValue();
+    if (!(merging.getValue() instanceof Number incoming)) return existing.getRawValue();
+    if (!(existing.getValue() instanceof Number held)) return merging.getRawValue();
+    return incoming.longValue() > held.longValue() ? merging.getRawValue() : existing.getRawValue();
   }
 
   @Override

@@ -19,10 +19,10 @@ public final class NewestStateMergePolicy implements SplitBrainMergePolicy<Objec
   public Object merge(MergingValue<Object> merging, MergingValue<Object> existing) {
     if (existing == null) return merging.getRawValue();
     if (merging == null) return existing.getRawValue();
-    StateVersion theirs = version(merging.getValue());
-    if (theirs == null) return existing.getRawValue();
-    StateVersion ours = version(existing.getValue());
-    return ours == null || theirs.newerThan(ours) ? merging.getRawValue() : existing.getRawValue();
+    StateVersion incoming = version(merging.getValue());
+    if (incoming == null) return existing.getRawValue();
+    StateVersion held = version(existing.getValue());
+    return held == null || incoming.newerThan(held) ? merging.getRawValue() : existing.getRawValue();
   }
 
   /** The version a state map entry carries, or null when it is not a versioned JSON entry. */
