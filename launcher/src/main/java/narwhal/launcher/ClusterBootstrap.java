@@ -3,8 +3,11 @@ package narwhal.launcher;
 import com.hazelcast.config.Config;
 import com.hazelcast.config.JoinConfig;
 import com.hazelcast.config.KubernetesConfig;
+import com.hazelcast.config.MapConfig;
+import com.hazelcast.config.MergePolicyConfig;
 import com.hazelcast.config.NetworkConfig;
 import com.hazelcast.config.XmlConfigBuilder;
+import com.hazelcast.spi.merge.PutIfAbsentMergePolicy;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxBuilder;
@@ -14,6 +17,7 @@ import io.vertx.core.http.ClientAuth;
 import io.vertx.core.net.PfxOptions;
 import io.vertx.core.spi.VertxMetricsFactory;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
+import narwhal.common.bus.SharedState;
 import narwhal.common.config.ClusterConfig;
 
 import java.io.FileNotFoundException;
@@ -22,7 +26,10 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.UnaryOperator;
 
 /**
@@ -31,14 +38,20 @@ import java.util.function.UnaryOperator;
  * fleet file's {@code cluster.*} keys applied, the event bus binds {@code cluster.host} on a free port (advertising
  * {@code cluster.public_host} when set), with TLS
  * between replicas when {@code cluster.tls.enabled}. Router replicas join as full members (they hold partitions and
- * backups of the shared state); the admin command joins as a lite member, which holds none. With clustering off the
- * same call builds a plain Vert.x instance, so a single node runs the same code.
+ * backups of the shared state); the admin command joins as a lite member, which holds none. Each shared map's
+ * split-brain merge policy is set here ({@link #MERGE_POLICIES}, docs/operations.md#partitions). With clustering off
+ * the same call builds a plain Vert.x instance, so a single node runs the same code.
  */
 public final class ClusterBootstrap {
   /** System property naming a Hazelcast XML file to start from instead of {@value #DEFAULT_FILE}. */
   public static final String CONFIG_PROPERTY = "narwhal.cluster.config";
   static final String DEFAULT_FILE = "conf/cluster.xml";
   private static final String RESOURCE = "/cluster.xml";
+  /**
+   * The split-brain merge policy of every map the replicas share (docs/operations.md#partitions), set here rather than
+   * in the cluster file, since each follows from what its entries mean, not from the deployment.
+   */
+  static final Map<String, Class<?>> MERGE_POLICIES = mergePolicies();
 
   private ClusterBootstrap() {
   }
@@ -78,7 +91,29 @@ public final class ClusterBootstrap {
       join.getKubernetesConfig().setEnabled(false);
       join.getTcpIpConfig().setMembers(cluster.members());
     }
+    // Each map gets a config of its own (a copy of the one the file's patterns give it, backups included): setting the
+    // policy on the config a pattern returns would set it for every map the pattern matches.
+    MERGE_POLICIES.forEach((map, policy) -> config.addMapConfig(new MapConfig(config.getMapConfig(map)).setName(map)
+        .setMergePolicyConfig(new MergePolicyConfig(policy.getName(), MergePolicyConfig.DEFAULT_BATCH_SIZE))));
     return config;
+  }
+
+  private static Map<String, Class<?>> mergePolicies() {
+    Map<String, Class<?>> policies = new LinkedHashMap<>();
+    // Engine states and the fleet hold: the newer version (changed_ms, origin) wins, as in every breaker's writes.
+    policies.put(SharedState.ENGINE_STATE_MAP, NewestStateMergePolicy.class);
+    // Epoch ms of each engine's last liveness check: the latest check.
+    policies.put("narwhal.liveness", LargerNumberMergePolicy.class);
+    // Vert.x counters, i.e. the breaker's failure streaks: the longer streak.
+    policies.put("__vertx.map.counter", LargerNumberMergePolicy.class);
+    // Probe and liveness leases: the surviving side's lease stands (both run out at their "until").
+    policies.put("narwhal.leases", PutIfAbsentMergePolicy.class);
+    // Response ids are unique: every id either side recorded is kept.
+    policies.put("narwhal.response-owners", PutIfAbsentMergePolicy.class);
+    // Load readings and per-replica sent counts: kept where only one side has them, re-read within one interval.
+    policies.put("narwhal.engine-load", PutIfAbsentMergePolicy.class);
+    policies.put("narwhal.placement-sent", PutIfAbsentMergePolicy.class);
+    return Collections.unmodifiableMap(policies);
   }
 
   public static HazelcastClusterManager clusterManager(ClusterConfig cluster, boolean liteMember) {

@@ -30,11 +30,13 @@ final class ReplicaProcess implements AutoCloseable {
   private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
   private final Process process;
+  private final String host;
   private final int port;
   private final List<String> output;
 
-  private ReplicaProcess(Process process, int port, List<String> output) {
+  private ReplicaProcess(Process process, String host, int port, List<String> output) {
     this.process = process;
+    this.host = host;
     this.port = port;
     this.output = output;
   }
@@ -46,8 +48,18 @@ final class ReplicaProcess implements AutoCloseable {
 
   /** As {@link #start(Path, String, String...)} with these environment variables (the admin token among them). */
   static ReplicaProcess start(Path fleet, java.util.Map<String, String> env, String... sets) throws IOException {
-    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-Xmx256m", "-cp", classpath(), NarwhalCommand.class.getName(), "serve", "--fleet", fleet.toString(), "--cluster"));
+    return start(List.of(), "127.0.0.1", fleet, env, sets);
+  }
+
+  /**
+   * As {@link #start(Path, java.util.Map, String...)}, the command run behind {@code prefix} (e.g. {@code ip netns exec
+   * NS}, which execs it in place, so signals still reach the JVM), its HTTP server reached on {@code host}.
+   */
+  static ReplicaProcess start(List<String> prefix, String host, Path fleet, java.util.Map<String, String> env, String... sets)
+      throws IOException {
+    List<String> command = new ArrayList<>(prefix);
+    command.addAll(List.of(javaCommand(), "-Xmx256m", "-cp", classpath(), NarwhalCommand.class.getName(), "serve", "--fleet",
+        fleet.toString(), "--cluster"));
     for (String set : sets) command.addAll(List.of("--set", set));
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
     builder.environment().putAll(env);
@@ -71,7 +83,7 @@ final class ReplicaProcess implements AutoCloseable {
     reader.setDaemon(true);
     reader.start();
     try {
-      return new ReplicaProcess(process, port.get(3, TimeUnit.MINUTES), output);
+      return new ReplicaProcess(process, host, port.get(3, TimeUnit.MINUTES), output);
     } catch (Exception e) {
       process.destroyForcibly();
       synchronized (output) {
@@ -80,8 +92,13 @@ final class ReplicaProcess implements AutoCloseable {
     }
   }
 
+  /** The test JVM's {@code java} binary, for child JVMs. */
+  static String javaCommand() {
+    return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+  }
+
   /** The test JVM's classpath as entries a child JVM takes (surefire may hand a manifest-only jar: its Class-Path). */
-  private static String classpath() throws IOException {
+  static String classpath() throws IOException {
     String cp = System.getProperty("surefire.test.class.path");
     return cp != null && !cp.isBlank() ? cp : System.getProperty("java.class.path");
   }
@@ -125,7 +142,21 @@ final class ReplicaProcess implements AutoCloseable {
   /** {@code GET path}: the status and body, or null when the replica does not answer within 2 s. */
   HttpResponse<String> get(String path) {
     try {
-      return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(2)).build(),
+      return HTTP.send(HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + path)).timeout(Duration.ofSeconds(2)).build(),
+          HttpResponse.BodyHandlers.ofString());
+    } catch (IOException e) {
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+  }
+
+  /** {@code POST path} with a JSON body: the status and body, or null when the replica does not answer within 10 s. */
+  HttpResponse<String> post(String path, String json) {
+    try {
+      return HTTP.send(HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + path)).timeout(Duration.ofSeconds(10))
+          .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(json)).build(),
           HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
       return null;
