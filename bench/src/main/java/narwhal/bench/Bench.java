@@ -1,6 +1,8 @@
 package narwhal.bench;
 
+import narwhal.bench.process.OtlpSink;
 import narwhal.bench.report.BenchReport;
+import narwhal.bench.report.Verdict;
 import narwhal.bench.scenario.ChaosScenario;
 import narwhal.bench.scenario.ConcurrencyScenario;
 import narwhal.bench.scenario.FuzzEdgeScenario;
@@ -62,6 +64,7 @@ public final class Bench {
     BenchReport report = env.report();
     report.printHeader();
     report.parameter("router_event_loops", options.routerLoops() > 0 ? String.valueOf(options.routerLoops()) : "default (one per processor)");
+    OtlpSink sink = options.tracing() ? env.otlpSink() : null;
     int status = 0;
     try {
       scenario.run(env);
@@ -71,6 +74,12 @@ public final class Bench {
       status = 1;
     } finally {
       env.close();
+    }
+    if (sink != null) {
+      // read after the routers stopped: their last batch of spans is flushed when they stop
+      report.parameter("tracing", "on (sample ratio 1.0): " + sink.exports() + " OTLP exports, " + sink.bytes() + " bytes received");
+      report.verdict(Verdict.check("tracing", "the routers' spans reach the OTLP sink", sink.exports() + " exports", "> 0",
+          sink.exports() > 0));
     }
     System.out.println();
     System.out.print(report.verdictTable().render());

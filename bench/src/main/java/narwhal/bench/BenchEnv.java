@@ -1,5 +1,6 @@
 package narwhal.bench;
 
+import narwhal.bench.process.OtlpSink;
 import narwhal.bench.process.RunnableJars;
 import narwhal.bench.report.BenchReport;
 import narwhal.bench.report.Progress;
@@ -23,6 +24,7 @@ public final class BenchEnv implements AutoCloseable {
   private final Path out;
   private final Path tmp;
   private final Deque<AutoCloseable> owned = new ArrayDeque<>();
+  private OtlpSink otlpSink;
 
   BenchEnv(String scenario, BenchOptions options) {
     this.options = options;
@@ -77,6 +79,12 @@ public final class BenchEnv implements AutoCloseable {
   /** The tools jar simulated engine processes run from ({@link RunnableJars#tools}). */
   public Path toolsJar() {
     return RunnableJars.tools();
+  }
+
+  /** The trace sink routers export to under {@code --tracing}, started on first use and closed with the scenario. */
+  public synchronized OtlpSink otlpSink() {
+    if (otlpSink == null) otlpSink = own(OtlpSink.start());
+    return otlpSink;
   }
 
   /** Registers a resource to close when the scenario ends; returns it. */

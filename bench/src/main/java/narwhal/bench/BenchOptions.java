@@ -8,9 +8,10 @@ import java.util.List;
  * nothing), {@code minutes} bounds the soak, {@code concurrency} overrides a scenario's concurrency levels
  * (empty: the scenario's own), {@code profile} records the router with JFR and summarises the hot path,
  * {@code routerLoops} sets every router replica's {@code server.event_loops} (0: the replica's default, one per
- * processor), {@code out} is where results go.
+ * processor), {@code tracing} makes every router export a trace of each request to a sink in the bench process
+ * ({@code telemetry.sample_ratio} 1.0), {@code out} is where results go.
  */
-public record BenchOptions(boolean smoke, double minutes, List<Integer> concurrency, boolean profile, int routerLoops, Path out) {
+public record BenchOptions(boolean smoke, double minutes, List<Integer> concurrency, boolean profile, int routerLoops, boolean tracing, Path out) {
   public BenchOptions {
     if (routerLoops < 0) {
       throw new IllegalArgumentException("--router-event-loops: " + routerLoops + " is not valid: expected an integer of at least 1");

@@ -43,6 +43,10 @@ final class BenchCommand implements Callable<Integer> {
       description = "server.event_loops of every router the scenario starts (default: the router's own, one per processor)")
   int routerLoops;
 
+  @Option(names = "--tracing",
+      description = "every router the scenario starts exports a trace of each request (sample ratio 1.0) to an OTLP sink in the bench process")
+  boolean tracing;
+
   @Option(names = "--out", defaultValue = "bench-results", description = "results directory (default: ${DEFAULT-VALUE})")
   Path out;
 
@@ -62,7 +66,7 @@ final class BenchCommand implements Callable<Integer> {
   public Integer call() {
     BenchOptions options;
     try {
-      options = new BenchOptions(smoke, minutes, concurrency, profile, routerLoops, out);
+      options = new BenchOptions(smoke, minutes, concurrency, profile, routerLoops, tracing, out);
     } catch (IllegalArgumentException e) {
       throw new CommandFailure(e.getMessage());
     }

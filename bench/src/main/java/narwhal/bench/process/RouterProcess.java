@@ -78,6 +78,10 @@ public final class RouterProcess implements AutoCloseable {
     Path fleetFile = dir.resolve(name + "-fleet.json");
     Path log = dir.resolve(name + "-router.log");
     if (env.options().routerLoops() > 0) SimBench.set(fleet, "server", "event_loops", env.options().routerLoops());
+    if (env.options().tracing()) {
+      SimBench.set(fleet, "telemetry", "otlp_endpoint", env.otlpSink().url());
+      SimBench.set(fleet, "telemetry", "sample_ratio", 1.0);
+    }
     try {
       Files.writeString(fleetFile, fleet.encodePrettily());
     } catch (IOException e) {
