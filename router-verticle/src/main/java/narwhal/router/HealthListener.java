@@ -29,8 +29,12 @@ final class HealthListener {
     return ownVertx().compose(own -> own.createHttpServer(new HttpServerOptions().setHost(host).setPort(port).setTcpNoDelay(true))
         .requestHandler(request -> answer(request, answer)).listen()
         .map(server -> new HealthListener(own, server))
-        .recover(err -> own.close().transform(x -> Future.failedFuture(
-            new IllegalStateException("server.health_port " + port + ": cannot listen on " + host + ": " + err.getMessage(), err)))));
+        .recover(err -> {
+          // not chained: a continuation of own.close() would be dispatched to the loop that close ends, and never run
+          own.close();
+          return Future.failedFuture(
+              new IllegalStateException("server.health_port " + port + ": cannot listen on " + host + ": " + err.getMessage(), err));
+        }));
   }
 
   /**

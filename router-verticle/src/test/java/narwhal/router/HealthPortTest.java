@@ -64,6 +64,19 @@ class HealthPortTest {
   }
 
   @Test
+  void aHealthPortAlreadyInUseFailsTheStartNamingTheKey() throws Exception {
+    try (java.net.ServerSocket taken = new java.net.ServerSocket(0)) {
+      // the harness turns a failed start into an AssertionError carrying the cause; a hang would end at its timeout
+      Throwable refused = org.junit.jupiter.api.Assertions.assertThrows(Throwable.class,
+          () -> RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json
+              .put("server", json.getJsonObject("server").put("health_port", taken.getLocalPort()))).close());
+      String message = String.valueOf(refused.getMessage());
+      org.junit.jupiter.api.Assertions.assertTrue(message.contains("server.health_port " + taken.getLocalPort() + ": cannot listen"),
+          message);
+    }
+  }
+
+  @Test
   void placementsReadinessReachesTheHealthPort() throws Exception {
     try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json
         .put("server", json.getJsonObject("server").put("health_port", 0)))) {
