@@ -129,6 +129,31 @@ class LocalPrefillTest {
   }
 
   @Test
+  void aLocalLegRefusedBeforeOutputIsRetriedDisaggregatedAndCountsAgainstItsEngine() throws Exception {
+    try (RouterHarness h = RouterHarness.start(FLEET, json -> json
+        .put("placement", new JsonObject().put("policy", "least_reserved").put("local_prefill_max_tokens", 64))
+        .put("serving", new JsonObject().put("max_attempts", 2).put("retry_base_s", 0.01).put("retry_cap_s", 0.02))
+        .put("recovery", new JsonObject().put("eject_after", 1_000_000).put("liveness_misses", 1_000_000)))) {
+      h.engine("B0").faults().add(new JsonObject().put("kind", "queue_full").put("count", 1));
+      RouterHarness.Reply reply = h.post("/v1/completions", DisaggregatedExecutionTest.completion(true));
+      assertEquals(200, reply.status(), reply.body());
+      JsonObject row = h.journalRow(reply.requestId());
+      assertEquals(2, row.getInteger("attempts"), row.encode());
+      JsonObject failure = row.getJsonArray("attempt_failures").getJsonObject(0);
+      assertEquals("engine_overloaded", failure.getString("reason"), failure.encode());
+      assertEquals("B0", failure.getString("prefill_iid"));
+      assertEquals("B0", failure.getString("decode_iid"));
+      assertEquals("P0", row.getString("prefill_iid"), "the retry, with B0 excluded, is disaggregated: " + row.encode());
+      assertEquals("D0", row.getString("decode_iid"));
+      h.placementSettled();
+      JsonObject b0 = h.get("/narwhal/state").json().getJsonArray("engines").stream().map(JsonObject.class::cast)
+          .filter(e -> "B0".equals(e.getString("iid"))).findFirst().orElseThrow();
+      assertEquals(1, b0.getJsonObject("streaks").getInteger("overload"), b0.encode());
+      assertEquals(0, h.reservations());
+    }
+  }
+
+  @Test
   void withTheBothEngineOutOfPlacementAShortPromptIsDisaggregated() throws Exception {
     try (RouterHarness h = start(64)) {
       h.admin("eject", new JsonObject().put("iid", "B0"));
