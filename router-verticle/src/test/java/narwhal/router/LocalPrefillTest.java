@@ -87,7 +87,17 @@ class LocalPrefillTest {
               .getJsonObject("message").getString("content"),
           chatReply.json().getJsonArray("choices").getJsonObject(0).getJsonObject("message").getString("content"));
 
-      assertTrue(h.get("/metrics").body().contains("narwhal_placement_decisions_total{phase=\"decode\",reason=\"local\"} 3.0"),
+      h.resetEngines();
+      JsonObject batch = new JsonObject().put("model", RouterHarness.MODEL).put("max_tokens", 4)
+          .put("prompt", new JsonArray().add("a short one").add(RouterHarness.words(120)));
+      RouterHarness.Reply batched = h.post("/v1/completions", batch);
+      assertEquals(200, batched.status(), batched.body());
+      assertEquals(2, batched.json().getJsonArray("choices").size());
+      assertEquals(1, h.engine("B0").requests().stream().filter(r -> r.getString("request_id").contains("-local")).count(),
+          "a batch is counted prompt by prompt: the short one local, the long one disaggregated");
+      assertEquals(1, prefills(h, "P0") + prefills(h, "B0"));
+
+      assertTrue(h.get("/metrics").body().contains("narwhal_placement_decisions_total{phase=\"decode\",reason=\"local\"} 4.0"),
           h.get("/metrics").body().lines().filter(l -> l.startsWith("narwhal_placement_decisions_total")).toList().toString());
       assertEquals(0, h.reservations());
     }
