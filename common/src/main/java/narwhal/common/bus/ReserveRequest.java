@@ -38,6 +38,6 @@ public record ReserveRequest(String rid, Phase phase, List<String> exclude, Stri
     JsonArray exclude = json.getJsonArray("exclude", new JsonArray());
     return new ReserveRequest(json.getString("rid"), Phase.parse(json.getString("phase")),
         exclude.stream().map(String::valueOf).toList(), json.getString("avoid"), json.getString("affinity"),
-        json.getString("model"), json.getBoolean("local", false));
+        json.getString("model"), Boolean.TRUE.equals(json.getValue("local")));
   }
 }
