@@ -25,7 +25,8 @@ import java.util.Set;
  * lately, goes to the first engine in the affinity's rendezvous order whose load is within {@code load_factor} of the
  * mean: the same prefix lands on the same producer on every replica; a prefix seen for the first time goes by load).
  * A request naming a model has as candidates only the engines serving it: the engine's own {@code model}, or a name
- * (an alias, a LoRA adapter) its last {@code /v1/models} listing holds.
+ * (an alias, a LoRA adapter) its last {@code /v1/models} listing holds. A local reservation (a short prompt run whole,
+ * {@code placement.local_prefill_max_tokens}) has as candidates only {@code both} engines.
  * Thread-safe: the verticle updates it, routers on any event loop of the node reserve and release through it.
  */
 final class PlacementTable {
@@ -184,10 +185,19 @@ final class PlacementTable {
 
   /** As above, among the engines serving {@code model} (null: any engine). */
   public synchronized Optional<Reservation> reserve(Phase phase, Set<String> exclude, String avoid, String affinity, String model) {
+    return reserve(phase, exclude, avoid, affinity, model, false);
+  }
+
+  /**
+   * As above; {@code local}: a decode that runs the whole request (no remote prefill) on a serving {@code both} engine,
+   * chosen as the policy chooses a producer (its prefix cache serves the prompt) and recorded with reason {@code local}.
+   */
+  public synchronized Optional<Reservation> reserve(Phase phase, Set<String> exclude, String avoid, String affinity, String model,
+                                                    boolean local) {
     List<Slot> candidates = new ArrayList<>();
     for (Slot slot : slots.values()) {
       if (slot.state == EngineState.SERVING && permits(slot.engine.role(), phase) && !exclude.contains(slot.engine.iid())
-          && slot.serves(model)) {
+          && slot.serves(model) && (!local || slot.engine.role() == Role.BOTH)) {
         candidates.add(slot);
       }
     }
@@ -195,6 +205,7 @@ final class PlacementTable {
     if (candidates.isEmpty()) return Optional.empty();
     Slot chosen;
     String reason;
+    boolean byPrefix = phase == Phase.PREFILL || local;
     if (candidates.size() == 1) {
       chosen = candidates.get(0);
       reason = "only_candidate";
@@ -206,7 +217,7 @@ final class PlacementTable {
       if (scores == null) {
         chosen = leastReserved(candidates, phase);
         reason = Reservation.LEAST_RESERVED;
-      } else if (affinity != null && phase == Phase.PREFILL && PlacementConfig.CACHE_AWARE.equals(settings.policy())
+      } else if (affinity != null && byPrefix && PlacementConfig.CACHE_AWARE.equals(settings.policy())
           && placedBefore(affinity)) {
         int index = byAffinity(candidates, scores, affinity);
         chosen = candidates.get(Math.abs(index) - 1);
@@ -218,6 +229,7 @@ final class PlacementTable {
     }
     chosen.reserved[phase.ordinal()]++;
     chosen.sent++;
+    if (local) reason = Reservation.LOCAL;
     Reservation reservation = new Reservation("r" + (++nextId), chosen.engine.iid(), chosen.engine.url(), phase, reason);
     reservations.put(reservation.id(), reservation);
     madeAgainst.put(reservation.id(), chosen.load == null ? 0L : chosen.load.readAtMs());

@@ -153,7 +153,8 @@ public final class PlacementVerticle extends VerticleBase {
       if (request.phase() == Phase.PREFILL && !table.covers(Phase.DECODE, model)) {
         return refused(Failures.NO_ENGINE, "NO_ENGINE: no engine can take the decode phase" + forModel(model));
       }
-      return table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid(), request.affinity(), model)
+      return table.reserve(request.phase(), new HashSet<>(request.exclude()), request.avoid(), request.affinity(), model,
+              request.local())
           .map(Future::succeededFuture)
           .orElseGet(() -> refused(Failures.NO_ENGINE, noEngine(request)));
     }
@@ -229,6 +230,7 @@ public final class PlacementVerticle extends VerticleBase {
   }
 
   private static String noEngine(ReserveRequest request) {
+    if (request.local()) return "NO_ENGINE: no both engine can run the request whole" + forModel(request.model());
     return "NO_ENGINE: no engine can take the " + request.phase().wireName() + " phase" + forModel(request.model());
   }
 

@@ -32,6 +32,21 @@ class PlacementTableTest {
   }
 
   @Test
+  void aLocalReservationTakesOnlyABothEngineAndSaysLocal() {
+    for (int i = 0; i < 3; i++) {
+      Reservation local = table.reserve(Phase.DECODE, Set.of(), null, null, null, true).orElseThrow();
+      assertEquals("B0", local.iid());
+      assertEquals(Phase.DECODE, local.phase());
+      assertEquals(Reservation.LOCAL, local.reason(), "even as the only candidate");
+    }
+    assertEquals(3, table.reserved("B0", Phase.DECODE));
+    assertTrue(table.reserve(Phase.DECODE, Set.of("B0"), null, null, null, true).isEmpty(), "no both engine left: none");
+    table.setState("B0", EngineState.EJECTED);
+    assertTrue(table.reserve(Phase.DECODE, Set.of(), null, null, null, true).isEmpty(), "an ejected both engine is none");
+    assertEquals("D0", table.reserve(Phase.DECODE, Set.of(), null, null, null, false).orElseThrow().iid());
+  }
+
+  @Test
   void leastReservedWinsAndTiesRotate() {
     List<String> picks = new ArrayList<>();
     for (int i = 0; i < 3; i++) picks.add(table.reserve(Phase.PREFILL, Set.of(), null).orElseThrow().iid());

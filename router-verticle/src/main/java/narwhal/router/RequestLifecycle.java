@@ -37,10 +37,11 @@ import java.util.concurrent.CancellationException;
 /**
  * One client request from admission to its single terminal outcome, whatever its endpoint. It owns the deadline, the
  * attempts, the reservations, the open legs, the retry decision and the journal row; every ending goes through
- * {@link #finish}, which releases everything exactly once. An attempt runs one of two leg kinds: disaggregated
- * (prefill → validated handoff → decode, the output relayed frame by frame to a {@link ClientSink}), or whole (one
- * leg on one decode-capable engine, its answer relayed as is by a {@link WholeLeg}). Confined to the event loop of
- * the client's connection.
+ * {@link #finish}, which releases everything exactly once. An attempt runs one of three leg kinds: disaggregated
+ * (prefill → validated handoff → decode, the output relayed frame by frame to a {@link ClientSink}), local (a prompt
+ * short enough for {@link LocalPrefill}: one decode on a {@code both} engine, with no remote prefill and no handoff,
+ * relayed as a decode is; disaggregated when no such engine can take it), or whole (one leg on one decode-capable
+ * engine, its answer relayed as is by a {@link WholeLeg}). Confined to the event loop of the client's connection.
  */
 final class RequestLifecycle implements Admission.Cuttable {
   private final RouterContext ctx;
@@ -77,6 +78,8 @@ final class RequestLifecycle implements Admission.Cuttable {
   private int handoffsLeft;
   /** The engine's usage of the completed decode, null until then (or when it sent none). */
   private JsonObject usage;
+  /** Whether attempts try a local leg first (placement.local_prefill_max_tokens, as configured at arrival). */
+  private final boolean localFirst;
 
   /** A retry found no credit left when its first leg was about to dispatch (another request spent it meanwhile). */
   private static final class RetryDenied extends RuntimeException {
@@ -105,6 +108,8 @@ final class RequestLifecycle implements Admission.Cuttable {
     Reservation producer;
     Reservation consumer;
     PrefillResult handoff;
+    /** A local leg: {@link #producer} and {@link #consumer} are its one reservation. */
+    boolean local;
     boolean decodeOutput;
     boolean handoffLeft;
     /** {@link System#nanoTime()} readings. */
@@ -141,6 +146,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     this.client = sink != null ? sink : whole;
     this.onFinish = onFinish;
     this.deadlineNanos = request.arrivedNanos() + cfg.serving().requestTimeoutMs() * 1_000_000;
+    this.localFirst = whole == null && LocalPrefill.eligible(request.body(), request.chat(), cfg.placement().localPrefillMaxTokens());
   }
 
   void start() {
@@ -174,7 +180,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     Attempt a = new Attempt(++attempt);
     current = a;
     trace.attempt(a.number);
-    (whole == null ? disaggregated(a) : whole(a))
+    (whole != null ? whole(a) : localFirst ? localOrDisaggregated(a) : disaggregated(a))
         .onSuccess(end -> completed(a, end))
         .onFailure(err -> attemptFailed(a, err));
   }
@@ -188,6 +194,39 @@ final class RequestLifecycle implements Admission.Cuttable {
           return handoff;
         }))
         .compose(handoff -> decode(a, handoff));
+  }
+
+  /** A local leg on a {@code both} engine of the request's model, or the disaggregated legs when none can take it. */
+  private Future<DecodeEnd> localOrDisaggregated(Attempt a) {
+    return reserve(Phase.DECODE, null, true).transform(ar -> {
+      if (ar.succeeded()) return local(a, ar.result());
+      if (ar.cause() instanceof ReplyException reply && reply.failureCode() == Failures.NO_ENGINE) return disaggregated(a);
+      return Future.failedFuture(ar.cause());
+    });
+  }
+
+  /**
+   * The one leg of a short prompt on {@code engine}: the client's request as a same-worker decode (no transfer
+   * parameters), its frames relayed as a decode's; its first output ends the prefill it ran itself.
+   */
+  private Future<DecodeEnd> local(Attempt a, Reservation engine) {
+    a.local = true;
+    a.producer = engine;
+    a.consumer = engine;
+    return fits(engine).compose(v -> {
+      if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
+      ctx.metrics().decodeAttempt();
+      String requestId = request.rid() + "-a" + a.number + "-local";
+      a.decodeSentAt = System.nanoTime();
+      DecodeCall call = new DecodeCall(engine.url(), request.endpoint(), request.body(), request.model(), requestId, true,
+          cfg.engine().firstTokenTimeoutMs(), cfg.engine().decodeReadTimeoutMs(), trace.decode(engine.iid(), requestId, true, 0));
+      sink.attemptStarted();
+      DecodeStream stream = ctx.engines().decode(null, call);
+      decode = stream;
+      Runnable resume = stream::resume;
+      stream.handler(event -> relay(a, event, stream, resume));
+      return trace.decodeEnd(stream.end().onComplete(ar -> release(engine)));
+    });
   }
 
   /** The one leg of a whole request, on a decode-capable engine of its model: its answer goes to the client as is. */
@@ -206,10 +245,15 @@ final class RequestLifecycle implements Admission.Cuttable {
   }
 
   private Future<Reservation> reserve(Phase phase, String avoid) {
+    return reserve(phase, avoid, false);
+  }
+
+  /** {@code local}: a decode leg running the whole request on a {@code both} engine, placed by the prompt's affinity. */
+  private Future<Reservation> reserve(Phase phase, String avoid, boolean local) {
     if (done) return Future.failedFuture(new CancellationException());
     List<String> exclude = whole == null ? List.copyOf(excluded) : whole.exclude(new ArrayList<>(excluded), cfg);
     return trace.placement(phase, ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, exclude, avoid,
-            phase == Phase.PREFILL ? request.affinity() : null, request.model()))
+            phase == Phase.PREFILL || local ? request.affinity() : null, request.model(), local))
         .onSuccess(this::held), Reservation::iid);
   }
 
@@ -318,6 +362,7 @@ final class RequestLifecycle implements Admission.Cuttable {
       long now = System.nanoTime();
       if (!a.decodeOutput) {
         firstOutput(a, now);
+        if (a.local) ttftNanos = now - request.arrivedNanos();
         a.firstOutputAt = now;
         perModel.decodeFirstToken(now - a.decodeSentAt);
       } else {

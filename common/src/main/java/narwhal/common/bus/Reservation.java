@@ -5,10 +5,11 @@ import narwhal.common.fault.Phase;
 
 /**
  * One engine reserved for one phase of one request, until released by its id; {@code reason} says why placement chose
- * it ({@code prefix}, {@code session}, {@code spill}, {@code load}, {@code least_reserved}, {@code only_candidate}).
+ * it ({@code prefix}, {@code session}, {@code spill}, {@code load}, {@code least_reserved}, {@code only_candidate}, {@code local}: the whole request on one {@code both} engine).
  */
 public record Reservation(String id, String iid, String url, Phase phase, String reason) {
   public static final String LEAST_RESERVED = "least_reserved";
+  public static final String LOCAL = "local";
 
   public Reservation(String id, String iid, String url, Phase phase) {
     this(id, iid, url, phase, LEAST_RESERVED);

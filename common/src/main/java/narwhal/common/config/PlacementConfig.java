@@ -12,10 +12,12 @@ import java.util.List;
  * The prefix is {@code prefix_blocks} blocks of {@code prefix_block_chars} characters of what the client sent; a request
  * with {@code session_header} is placed by that instead. A producer keeps a prefix while its load is at most
  * {@code load_factor} times the mean (plus one). Every {@code models_refresh_s} each engine's {@code /v1/models} is read
- * again (the names and LoRA adapters it serves). Every key hot-reloads.
+ * again (the names and LoRA adapters it serves). A prompt of at most {@code local_prefill_max_tokens} tokens (0: off) runs
+ * whole on one {@code both} engine, with no remote prefill. Every key hot-reloads.
  */
 public record PlacementConfig(String policy, double metricsIntervalS, double metricsTimeoutS, String sessionHeader,
-                              int prefixBlockChars, int prefixBlocks, double loadFactor, double modelsRefreshS) {
+                              int prefixBlockChars, int prefixBlocks, double loadFactor, double modelsRefreshS,
+                              int localPrefillMaxTokens) {
   public static final String CACHE_AWARE = "cache_aware";
   public static final String LOAD = "load";
   public static final String LEAST_RESERVED = "least_reserved";
@@ -46,8 +48,10 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
   static final Key<PlacementConfig, Double> MODELS_REFRESH_S = Key.number("models_refresh_s",
       PlacementConfig::modelsRefreshS, DEFAULT_MODELS_REFRESH_S, v -> v >= 0.05 && v <= 86_400,
       "a number of seconds from 0.05 to 86400");
+  static final Key<PlacementConfig, Integer> LOCAL_PREFILL_MAX_TOKENS = Key.integer("local_prefill_max_tokens",
+      PlacementConfig::localPrefillMaxTokens, 0, 0, 1_048_576);
   static final Section<PlacementConfig> SECTION = new Section<>(POLICY, METRICS_INTERVAL_S, METRICS_TIMEOUT_S,
-      SESSION_HEADER, PREFIX_BLOCK_CHARS, PREFIX_BLOCKS, LOAD_FACTOR, MODELS_REFRESH_S);
+      SESSION_HEADER, PREFIX_BLOCK_CHARS, PREFIX_BLOCKS, LOAD_FACTOR, MODELS_REFRESH_S, LOCAL_PREFILL_MAX_TOKENS);
 
   /** As before {@code models_refresh_s}: its default. */
   public PlacementConfig(String policy, double metricsIntervalS, double metricsTimeoutS, String sessionHeader,
@@ -56,13 +60,21 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
         DEFAULT_MODELS_REFRESH_S);
   }
 
+  /** As before {@code local_prefill_max_tokens}: off. */
+  public PlacementConfig(String policy, double metricsIntervalS, double metricsTimeoutS, String sessionHeader,
+                         int prefixBlockChars, int prefixBlocks, double loadFactor, double modelsRefreshS) {
+    this(policy, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor,
+        modelsRefreshS, 0);
+  }
+
   public static PlacementConfig defaults() {
     return read(SectionReader.empty("placement", SECTION));
   }
 
   static PlacementConfig read(SectionReader r) {
     return new PlacementConfig(r.get(POLICY), r.get(METRICS_INTERVAL_S), r.get(METRICS_TIMEOUT_S), r.get(SESSION_HEADER),
-        r.get(PREFIX_BLOCK_CHARS), r.get(PREFIX_BLOCKS), r.get(LOAD_FACTOR), r.get(MODELS_REFRESH_S));
+        r.get(PREFIX_BLOCK_CHARS), r.get(PREFIX_BLOCKS), r.get(LOAD_FACTOR), r.get(MODELS_REFRESH_S),
+        r.get(LOCAL_PREFILL_MAX_TOKENS));
   }
 
   public long modelsRefreshMs() {
@@ -72,7 +84,7 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
   /** These settings under another policy. */
   public PlacementConfig withPolicy(String other) {
     return new PlacementConfig(other, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor,
-        modelsRefreshS);
+        modelsRefreshS, localPrefillMaxTokens);
   }
 
   public long metricsIntervalMs() {
