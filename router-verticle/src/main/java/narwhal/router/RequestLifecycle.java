@@ -213,7 +213,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     a.local = true;
     a.producer = engine;
     a.consumer = engine;
-    return fits(engine).compose(v -> {
+    return fits(a, engine).compose(v -> {
       if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
       ctx.metrics().decodeAttempt();
       String requestId = request.rid() + "-a" + a.number + "-local";
