@@ -146,6 +146,21 @@ class TracingTest {
   }
 
   @Test
+  void aHugeModelNameIsCutInTheSpanNameAndItsAttributes() throws Exception {
+    String huge = "m".repeat(200_000);
+    String trace = "5bf92f3577b34da6a3ce929d0e0e4736";
+    RouterHarness.Reply reply = h.post("/v1/chat/completions", chat().put("model", huge).toBuffer(),
+        Map.of("traceparent", "00-" + trace + "-" + CLIENT_SPAN + "-01"));
+    assertEquals(404, reply.status(), reply.requestId());
+    OtlpReceiver.Received request = otlp.trace(trace, TracingTest::hasRequestSpan).stream()
+        .filter(s -> s.span().getKind() == Span.SpanKind.SPAN_KIND_SERVER).findFirst().orElseThrow();
+    assertTrue(request.name().startsWith("chat mmm") && request.name().length() <= "chat ".length() + 257,
+        "a client's model name is cut in the span name: " + request.name().length() + " chars");
+    String model = (String) request.attribute("gen_ai.request.model");
+    assertTrue(model.startsWith("mmm") && model.length() <= 1024, "and in its attributes: " + model.length() + " chars");
+  }
+
+  @Test
   void withoutTraceparentATraceStartsHereAndAnUnsampledClientTraceIsNotRecorded() throws Exception {
     String unsampledTrace = "0af7651916cd43dd8448eb211c80319c";
     RouterHarness.Reply unsampled = h.post("/v1/chat/completions", chat().toBuffer(),

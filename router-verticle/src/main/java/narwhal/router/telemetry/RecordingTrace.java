@@ -80,7 +80,7 @@ final class RecordingTrace extends RequestTrace {
   RecordingTrace(Tracing tracing, Context parent, Start start) {
     this.tracing = tracing;
     String operation = start.operation();
-    request = tracing.tracer().spanBuilder(operation + " " + start.model()).setParent(parent).setSpanKind(SpanKind.SERVER)
+    request = tracing.tracer().spanBuilder(operation + " " + Tracing.cut(start.model(), Tracing.MAX_NAME_MODEL_CHARS)).setParent(parent).setSpanKind(SpanKind.SERVER)
         .setStartTimestamp(tracing.epochNanos(start.arrivedNanos()), Tracing.unit())
         .setAttribute(OPERATION, operation).setAttribute(REQUEST_MODEL, start.model())
         .setAttribute(METHOD, "POST").setAttribute(PATH, start.endpoint()).setAttribute(RID, start.rid())
@@ -272,12 +272,12 @@ final class RecordingTrace extends RequestTrace {
   private static void failed(Span span, Throwable cause) {
     if (cause instanceof EngineFault fault) {
       span.setAttribute(FAULT_KIND, fault.kind().reason()).setAttribute(FAULT_PHASE, fault.phase().wireName())
-          .setAttribute(ERROR_TYPE, fault.kind().reason()).setStatus(StatusCode.ERROR, fault.detail());
+          .setAttribute(ERROR_TYPE, fault.kind().reason()).setStatus(StatusCode.ERROR, Tracing.cut(fault.detail(), Tracing.MAX_VALUE_CHARS));
     } else if (cause instanceof CancellationException) {
       span.setAttribute(ERROR_TYPE, "cancelled");
     } else if (cause != null) {
       String message = String.valueOf(cause.getMessage());
-      span.setAttribute(ERROR_TYPE, cause.getClass().getSimpleName()).setStatus(StatusCode.ERROR, message);
+      span.setAttribute(ERROR_TYPE, cause.getClass().getSimpleName()).setStatus(StatusCode.ERROR, Tracing.cut(message, Tracing.MAX_VALUE_CHARS));
     }
   }
 

@@ -9,6 +9,7 @@ import io.opentelemetry.context.propagation.TextMapGetter;
 import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporter;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.SpanLimits;
 import io.opentelemetry.sdk.trace.export.BatchSpanProcessor;
 import io.opentelemetry.sdk.trace.samplers.Sampler;
 import io.vertx.core.Future;
@@ -31,6 +32,13 @@ public final class Tracing {
   public static final Tracing OFF = new Tracing(null, null, null);
   /** How long a finished span may wait for the batch it is exported with, unless OTEL_BSP_SCHEDULE_DELAY says (ms). */
   static final long DEFAULT_EXPORT_DELAY_MS = 1000;
+  /**
+   * Longest attribute value and status description a span keeps, in characters, and the longest model name in a span
+   * name: a request's text (its {@code model}, an engine's error message) can be megabytes, and every span waiting in the
+   * export queue would hold it.
+   */
+  static final int MAX_VALUE_CHARS = 1024;
+  static final int MAX_NAME_MODEL_CHARS = 256;
   private static final TextMapGetter<MultiMap> HEADERS = new TextMapGetter<>() {
     @Override
     public Iterable<String> keys(MultiMap carrier) {
@@ -68,6 +76,7 @@ public final class Tracing {
         Attributes.of(AttributeKey.stringKey("service.name"), export.serviceName())));
     SdkTracerProvider provider = SdkTracerProvider.builder().setResource(resource)
         .setSampler(Sampler.parentBased(Sampler.traceIdRatioBased(export.sampleRatio())))
+        .setSpanLimits(SpanLimits.builder().setMaxAttributeValueLength(MAX_VALUE_CHARS).build())
         .addSpanProcessor(BatchSpanProcessor.builder(exporter.build())
             .setScheduleDelay(Duration.ofMillis(exportDelayMs(env))).build())
         .build();
@@ -110,6 +119,11 @@ public final class Tracing {
   /** {@code nanoTime} as epoch nanoseconds. */
   long epochNanos(long nanoTime) {
     return anchorEpochNanos + (nanoTime - anchorNanoTime);
+  }
+
+  /** {@code text} cut to {@code max} characters (an ellipsis ends a cut one). */
+  static String cut(String text, int max) {
+    return text == null || text.length() <= max ? text : text.substring(0, max) + "\u2026";
   }
 
   static TimeUnit unit() {
