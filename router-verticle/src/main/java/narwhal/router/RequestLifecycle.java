@@ -415,6 +415,13 @@ final class RequestLifecycle implements Admission.Cuttable {
       return;
     }
     if (retryReason == RetryReason.SHARED_BUDGET) ctx.metrics().retryDenied();
+    Optional<EdgeError> ownerGone = whole == null ? Optional.empty() : whole.ownerRefused(fault);
+    if (ownerGone.isPresent()) {
+      client.fail(ownerGone.get());
+      ctx.metrics().invalid();
+      finish(RequestOutcome.INVALID, ownerGone.get().reason(), ownerGone.get().status(), ownerGone.get().type());
+      return;
+    }
     fail(a, fault);
   }
 

@@ -144,6 +144,15 @@ final class WholeLeg implements ClientEnd {
     return excluded;
   }
 
+  /**
+   * A follow-up's engine refused the connection (nothing listens at its address: the process that held the response's
+   * state is gone, even before the breaker ejects it): vLLM's 404, as for an engine already out of service.
+   */
+  Optional<EdgeError> ownerRefused(EngineFault fault) {
+    return pinned == null || committed || fault.kind() != FaultKind.CONNECT_ERROR ? Optional.empty()
+        : Optional.of(EdgeError.responseNotFound(previousId));
+  }
+
   /** No engine could be placed for a follow-up before any was sent: its engine is gone, vLLM's 404 says so. */
   Optional<EdgeError> ownerGone() {
     return pinned == null ? Optional.empty() : Optional.of(EdgeError.responseNotFound(previousId));
