@@ -53,15 +53,21 @@ final class FactsRelearner {
 
   /**
    * An engine came back to serving (readmitted, undrained, its quarantine ended): its context is read again from its
-   * {@code /v1/models}, so a smaller one a {@code /tokenize} answer reported, or an old listing, does not stand for good.
+   * {@code /v1/models}, so a smaller one a {@code /tokenize} answer reported, or an old listing, does not stand for good;
+   * and its attestation, so an engine restarted on its URL with another KV side channel is checked against that one.
    */
   void readmitted(String iid) {
-    known.values().stream().filter(e -> e.iid().equals(iid)).findFirst().ifPresent(engine -> checks.modelCard(engine)
-        .onSuccess(card -> {
-          if (card.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(iid, n.intValue());
-        })
-        .onFailure(err -> LOG.fine(() -> "engine " + iid + ": /v1/models not read after readmission ("
-            + CheckFailure.reasonOf(err) + "); its learned context stands")));
+    known.values().stream().filter(e -> e.iid().equals(iid)).findFirst().ifPresent(engine -> {
+      checks.modelCard(engine)
+          .onSuccess(card -> {
+            if (card.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(iid, n.intValue());
+          })
+          .onFailure(err -> LOG.fine(() -> "engine " + iid + ": /v1/models not read after readmission ("
+              + CheckFailure.reasonOf(err) + "); its learned context stands"));
+      checks.attestation(engine).onSuccess(attested -> facts.learn(iid, attested))
+          .onFailure(err -> LOG.fine(() -> "engine " + iid + ": no attestation after readmission ("
+              + CheckFailure.reasonOf(err) + "); its learned facts stand"));
+    });
   }
 
   private void remember(List<EngineConfig> engines) {
