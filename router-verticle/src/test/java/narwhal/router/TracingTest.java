@@ -256,6 +256,49 @@ class TracingTest {
         "the engine's own spans join the trace under the leg's span");
   }
 
+  static double tokens(String kind) {
+    return h.registry.get("narwhal.tokens").tag("model", RouterHarness.MODEL).tag("kind", kind).counter().count();
+  }
+
+  /** A streamed {@code /v1/responses} answer's tokens come from its {@code response.completed} event. */
+  @Test
+  void aStreamedResponseIsCountedFromItsCompletedEventAndAStoredReadIsTracedAsTheGetItIs() throws Exception {
+    double prompt = tokens("prompt");
+    double completion = tokens("completion");
+    double cached = tokens("cached");
+    String trace = "6cf92f3577b34da6a3ce929d0e0e4738";
+    RouterHarness.Reply reply = h.post("/v1/responses", new JsonObject().put("model", RouterHarness.MODEL)
+            .put("input", "the arctic narwhal").put("max_output_tokens", 4).put("stream", true).toBuffer(),
+        Map.of("traceparent", "00-" + trace + "-" + CLIENT_SPAN + "-01"));
+    assertEquals(200, reply.status(), reply.body());
+    String completed = reply.body().lines().filter(l -> l.startsWith("data: ") && l.contains("\"type\":\"response.completed\""))
+        .findFirst().orElseThrow(() -> new AssertionError(reply.body())).substring("data: ".length());
+    JsonObject response = new JsonObject(completed).getJsonObject("response");
+    JsonObject usage = response.getJsonObject("usage");
+    int input = usage.getInteger("input_tokens");
+    assertEquals(4, usage.getInteger("output_tokens"), usage.encode());
+    JsonObject row = h.journalRow(reply.requestId());
+    assertEquals(input, row.getInteger("prompt_tokens"), row.encode());
+    assertEquals(4, row.getInteger("completion_tokens"), row.encode());
+    assertEquals(usage.getJsonObject("input_tokens_details").getInteger("cached_tokens"), row.getInteger("cached_tokens"), row.encode());
+    assertEquals(prompt + input, tokens("prompt"));
+    assertEquals(completion + 4, tokens("completion"));
+    assertEquals(cached + row.getInteger("cached_tokens"), tokens("cached"));
+    OtlpReceiver.Received request = one(otlp.trace(trace, TracingTest::hasRequestSpan), "chat " + RouterHarness.MODEL);
+    assertEquals((long) input, request.attribute("gen_ai.usage.input_tokens"));
+    assertEquals(4L, request.attribute("gen_ai.usage.output_tokens"));
+    assertEquals("POST", request.attribute("http.request.method"));
+
+    String readTrace = "7cf92f3577b34da6a3ce929d0e0e4739";
+    String id = response.getString("id");
+    RouterHarness.Reply read = h.get("/v1/responses/" + id, Map.of("traceparent", "00-" + readTrace + "-" + CLIENT_SPAN + "-01"));
+    assertEquals(200, read.status(), read.body());
+    assertEquals(id, read.json().getString("id"));
+    OtlpReceiver.Received retrieve = one(otlp.trace(readTrace, TracingTest::hasRequestSpan), "retrieve_response " + RouterHarness.MODEL);
+    assertEquals("GET", retrieve.attribute("http.request.method"), "the span names the request's own method");
+    assertEquals("/v1/responses/" + id, retrieve.attribute("url.path"));
+  }
+
   @Test
   void anInvalidDescriptorFailsTheValidationSpan() throws Exception {
     h.engine("P0").faults().add(new JsonObject().put("kind", "descriptor_missing").put("count", 1));

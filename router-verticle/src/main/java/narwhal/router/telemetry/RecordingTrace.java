@@ -83,7 +83,7 @@ final class RecordingTrace extends RequestTrace {
     request = tracing.tracer().spanBuilder(operation + " " + Tracing.cut(start.model(), Tracing.MAX_NAME_MODEL_CHARS)).setParent(parent).setSpanKind(SpanKind.SERVER)
         .setStartTimestamp(tracing.epochNanos(start.arrivedNanos()), Tracing.unit())
         .setAttribute(OPERATION, operation).setAttribute(REQUEST_MODEL, start.model())
-        .setAttribute(METHOD, "POST").setAttribute(PATH, start.endpoint()).setAttribute(RID, start.rid())
+        .setAttribute(METHOD, start.method()).setAttribute(PATH, start.endpoint()).setAttribute(RID, start.rid())
         .setAttribute(STREAM, start.stream()).startSpan();
     if (start.clientRid() != null) request.setAttribute(CLIENT_RID, start.clientRid());
     if (start.maxTokens() instanceof Number n) request.setAttribute(MAX_TOKENS, n.longValue());
