@@ -32,6 +32,8 @@ public final class Tracing {
   public static final Tracing OFF = new Tracing(null, null, null);
   /** How long a finished span may wait for the batch it is exported with, unless OTEL_BSP_SCHEDULE_DELAY says (ms). */
   static final long DEFAULT_EXPORT_DELAY_MS = 1000;
+  /** How long a stopping replica waits for the collector to take its last spans (docs/operations.md#graceful-stop). */
+  public static final long STOP_FLUSH_MS = 2000;
   /**
    * Longest attribute value and status description a span keeps, in characters, and the longest model name in a span
    * name: a request's text (its {@code model}, an engine's error message) can be megabytes, and every span waiting in the
@@ -130,11 +132,17 @@ public final class Tracing {
     return TimeUnit.NANOSECONDS;
   }
 
-  /** Exports what is pending and stops the exporter; off the event loop. */
+  /**
+   * Exports what is pending and stops the exporter, off the event loop, for at most {@link #STOP_FLUSH_MS}: a collector
+   * that does not answer by then loses those spans (a warning says so) and holds up no graceful stop.
+   */
   public Future<Void> close(Vertx vertx) {
     if (provider == null) return Future.succeededFuture();
     return vertx.executeBlocking(() -> {
-      provider.shutdown().join(10, TimeUnit.SECONDS);
+      if (!provider.shutdown().join(STOP_FLUSH_MS, TimeUnit.MILLISECONDS).isDone()) {
+        LOG.warning(() -> "tracing: the collector at " + export.tracesUrl() + " did not take the last spans within "
+            + STOP_FLUSH_MS / 1000.0 + " s of the stop: flush abandoned, those spans are dropped");
+      }
       return null;
     }, false);
   }
