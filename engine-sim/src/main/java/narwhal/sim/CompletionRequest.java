@@ -98,8 +98,10 @@ final class CompletionRequest {
     if (streamOptions != null && !(streamOptions instanceof JsonObject)) {
       throw ApiError.badRequest("stream_options must be an object", "stream_options");
     }
-    this.includeUsage = streamOptions != null
-      && !Boolean.FALSE.equals(((JsonObject) streamOptions).getValue("include_usage"));
+    // vLLM: include_usage defaults to true; null (None) and false ask for no usage chunk
+    JsonObject usageOptions = (JsonObject) streamOptions;
+    this.includeUsage = usageOptions != null && (!usageOptions.containsKey("include_usage")
+      || usageOptions.getValue("include_usage") != null && !Boolean.FALSE.equals(usageOptions.getValue("include_usage")));
 
     Object n = body.getValue("n");
     if (n != null && !Long.valueOf(1).equals(laxInteger(n))) {

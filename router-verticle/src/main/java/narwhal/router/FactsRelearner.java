@@ -61,6 +61,19 @@ final class FactsRelearner {
     if (reading.getValue("max_model_len") instanceof Number n && n.intValue() > 0) facts.maxModelLen(iid, n.intValue());
   }
 
+  /**
+   * An engine came back to serving (readmitted, undrained, its quarantine ended): its attestation is read again, so an
+   * engine restarted on its URL with another KV side channel is checked against that one. (Its context comes with
+   * placement's reading of its {@code /v1/models} on the same return, {@link #listed}.)
+   */
+  void readmitted(String iid) {
+    EngineConfig engine = known.get(iid);
+    if (engine == null) return;
+    checks.attestation(engine).onSuccess(attested -> facts.learn(iid, attested))
+        .onFailure(err -> LOG.fine(() -> "engine " + iid + ": no attestation after readmission ("
+            + CheckFailure.reasonOf(err) + "); its learned facts stand"));
+  }
+
   private void remember(List<EngineConfig> engines) {
     Map<String, EngineConfig> next = new HashMap<>();
     engines.forEach(e -> next.put(e.iid(), e));

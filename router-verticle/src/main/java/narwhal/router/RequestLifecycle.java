@@ -9,6 +9,7 @@ import narwhal.common.bus.Failures;
 import narwhal.common.bus.LegOutcome;
 import narwhal.common.bus.Reservation;
 import narwhal.common.bus.ReserveRequest;
+import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.common.fault.EdgeFailure;
 import narwhal.common.fault.EngineFault;
@@ -251,10 +252,29 @@ final class RequestLifecycle implements Admission.Cuttable {
   /** {@code local}: a decode leg running the whole request on a {@code both} engine, placed by the prompt's affinity. */
   private Future<Reservation> reserve(Phase phase, String avoid, boolean local) {
     if (done) return Future.failedFuture(new CancellationException());
-    List<String> exclude = whole == null ? List.copyOf(excluded) : whole.exclude(new ArrayList<>(excluded), cfg);
+    List<String> exclude = whole == null ? excludedFor(phase, avoid) : whole.exclude(new ArrayList<>(excluded), cfg);
     return trace.placement(phase, ctx.controlBus().reserve(new ReserveRequest(request.rid(), phase, exclude, avoid,
             phase == Phase.PREFILL || local ? request.affinity() : null, request.model(), local))
         .onSuccess(this::held), Reservation::iid);
+  }
+
+  /**
+   * The engines a reservation must not take: those excluded so far, and for a decode every engine of another base model
+   * than its producer's ({@code producer}): a KV handoff never crosses models, also when engines of two base models
+   * list an adapter or alias of the same name.
+   */
+  private List<String> excludedFor(Phase phase, String producer) {
+    if (phase != Phase.DECODE || producer == null) return List.copyOf(excluded);
+    NarwhalConfig now = ctx.config().get();
+    String base = BaseModels.of(now, producer);
+    List<String> out = null;
+    for (EngineConfig e : now.engines()) {
+      if (base != null && !e.model().equals(base)) {
+        if (out == null) out = new ArrayList<>(excluded);
+        out.add(e.iid());
+      }
+    }
+    return out == null ? List.copyOf(excluded) : out;
   }
 
   /**
@@ -455,6 +475,13 @@ final class RequestLifecycle implements Admission.Cuttable {
       return;
     }
     if (retryReason == RetryReason.SHARED_BUDGET) ctx.metrics().retryDenied();
+    Optional<EdgeError> ownerGone = whole == null ? Optional.empty() : whole.ownerRefused(fault);
+    if (ownerGone.isPresent()) {
+      client.fail(ownerGone.get());
+      ctx.metrics().invalid();
+      finish(RequestOutcome.INVALID, ownerGone.get().reason(), ownerGone.get().status(), ownerGone.get().type());
+      return;
+    }
     fail(a, fault);
   }
 

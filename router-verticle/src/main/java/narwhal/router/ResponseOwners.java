@@ -10,10 +10,12 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Which engine answered which {@code /v1/responses} id: a follow-up naming it as {@code previous_response_id} must go
- * there, where vLLM keeps the response's state. Kept per replica (the {@value #LOCAL_BOUND} newest ids) and in the
- * cluster's shared map {@value #MAP} for {@value #TTL_HOURS} hours, so a follow-up that a load balancer sends to another
- * replica finds its engine too. A lookup that finds nothing (an unknown id, an expired one, the shared map not
- * answering within {@value #LOOKUP_TIMEOUT_MS} ms) answers null.
+ * there, where vLLM keeps the response's state. Kept per replica (the {@value #LOCAL_BOUND} newest ids) and, on a
+ * clustered replica, in the cluster's shared map {@value #MAP} for {@value #TTL_HOURS} hours (bounded per member by
+ * conf/cluster.xml's eviction), so a follow-up that a load balancer sends to another replica finds its engine too. A
+ * replica that is not clustered keeps the bounded local record only: Vert.x's local shared map would hold every id of
+ * the last {@value #TTL_HOURS} hours, each with a timer. A lookup that finds nothing (an unknown id, an expired one,
+ * the shared map not answering within {@value #LOOKUP_TIMEOUT_MS} ms) answers null.
  */
 final class ResponseOwners {
   static final String MAP = "narwhal.response-owners";
@@ -36,6 +38,7 @@ final class ResponseOwners {
     synchronized (local) {
       local.put(id, iid);
     }
+    if (!vertx.isClustered()) return Future.succeededFuture();
     return shared(vertx).compose(map -> map.put(id, iid, TimeUnit.HOURS.toMillis(TTL_HOURS)))
         .timeout(LOOKUP_TIMEOUT_MS, TimeUnit.MILLISECONDS).otherwiseEmpty();
   }
@@ -46,7 +49,7 @@ final class ResponseOwners {
     synchronized (local) {
       iid = local.get(id);
     }
-    if (iid != null) return Future.succeededFuture(iid);
+    if (iid != null || !vertx.isClustered()) return Future.succeededFuture(iid);
     return shared(vertx).compose(map -> map.get(id)).timeout(LOOKUP_TIMEOUT_MS, TimeUnit.MILLISECONDS).otherwise(err -> null);
   }
 

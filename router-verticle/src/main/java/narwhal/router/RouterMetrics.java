@@ -28,7 +28,8 @@ import java.util.stream.Collectors;
 final class RouterMetrics {
   private static final List<String> EXPIRY_REASONS = List.of("request_deadline", FaultKind.HANDOFF_EXPIRED.reason());
   /** Refusals before a model is known: their {@code model} label is empty; {@code no_engine} is per model ({@link ModelMetrics}). */
-  private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "fleet_hold", "shutting_down");
+  private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "fleet_hold", "shutting_down",
+      "invalid_api_key");
 
   private final MeterRegistry registry;
   private final Counter offered;

@@ -99,6 +99,10 @@ public final class RouterVerticle extends VerticleBase {
       });
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.PLACEMENT_LISTED, msg -> relearner.listed(msg.body()));
+      vertx.eventBus().<JsonObject>consumer(Addresses.FLEET_CHANGED, msg -> {
+        narwhal.common.bus.EngineStateEvent event = narwhal.common.bus.EngineStateEvent.fromJson(msg.body());
+        if (event != null && event.state() == narwhal.common.bus.EngineState.SERVING) relearner.readmitted(event.iid());
+      });
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> {
         if (msg.body() != null && msg.body().getBoolean("unreadable", false)) metrics.configUnreadable();

@@ -51,7 +51,8 @@ final class WholeHandler implements Handler<RoutingContext> {
     String rid = rc.get(RequestKeys.RID);
     String clientRid = rc.request().getHeader("x-request-id");
     long arrivedNanos = rc.get(RequestKeys.ARRIVED_NANOS);
-    boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
+    // only /v1/responses streams: vLLM ignores stream on the others and answers JSON, timed as any JSON answer
+    boolean stream = "/v1/responses".equals(endpoint) && Boolean.TRUE.equals(body.getValue("stream"));
     String named = model instanceof String m ? m : cfg.model();
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, false, body, stream, rc.response(),
         rc.get(RequestKeys.ARRIVED), arrivedNanos, null, named);
@@ -94,7 +95,8 @@ final class WholeHandler implements Handler<RoutingContext> {
         InferenceRequest request = new InferenceRequest(rid, clientRid, path, false, new JsonObject(), stream, rc.response(),
             rc.get(RequestKeys.ARRIVED), arrivedNanos, null, model);
         RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
-            new RequestTrace.Start(cancel ? "cancel_response" : "retrieve_response", model, rid, clientRid, path, stream,
+            new RequestTrace.Start(cancel ? "cancel_response" : "retrieve_response", model, rid, clientRid,
+                rc.request().method().name(), path, stream,
                 arrivedNanos, null));
         new RequestLifecycle(ctx, request, new WholeLeg(ctx, owners, request, id, target, owner), ctx.admission()::finished, trace)
             .start();

@@ -39,6 +39,10 @@ final class WholeLeg implements ClientEnd {
   /** The events that end a {@code /v1/responses} stream (vLLM's {@code event:} lines); a stream that ends without one was cut. */
   private static final Pattern RESPONSE_END = Pattern.compile("event: (response\\.completed|response\\.incomplete|response\\.failed|error)\\n");
   private static final int END_SCAN_TAIL = 64;
+  /** The usage object of a {@code /v1/responses} stream's ending event (vLLM writes it after the output). */
+  private static final Pattern USAGE_KEY = Pattern.compile("\"usage\"\\s*:\\s*\\{");
+  /** The last characters of the ending event kept for its usage: the fields vLLM writes after it are short. */
+  private static final int USAGE_TAIL = 4096;
 
   /**
    * The engine answered the request's own fault (a 4xx, passed to the client as is): evidence for nothing, not retried.
@@ -90,6 +94,8 @@ final class WholeLeg implements ClientEnd {
   private long readTimer = -1;
   /** The last bytes of a {@code /v1/responses} stream, where its ending event is looked for; null once seen, or for another stream. */
   private String streamTail;
+  /** The last {@link #USAGE_TAIL} characters of a {@code /v1/responses} stream from its ending event on, null before it. */
+  private StringBuilder endEvent;
 
   WholeLeg(RouterContext ctx, ResponseOwners owners, InferenceRequest request, String previousId) {
     this(ctx, owners, request, previousId, Target.post(request.endpoint()), null);
@@ -144,6 +150,15 @@ final class WholeLeg implements ClientEnd {
     return excluded;
   }
 
+  /**
+   * A follow-up's engine refused the connection (nothing listens at its address: the process that held the response's
+   * state is gone, even before the breaker ejects it): vLLM's 404, as for an engine already out of service.
+   */
+  Optional<EdgeError> ownerRefused(EngineFault fault) {
+    return pinned == null || committed || fault.kind() != FaultKind.CONNECT_ERROR ? Optional.empty()
+        : Optional.of(EdgeError.responseNotFound(previousId));
+  }
+
   /** No engine could be placed for a follow-up before any was sent: its engine is gone, vLLM's 404 says so. */
   Optional<EdgeError> ownerGone() {
     return pinned == null ? Optional.empty() : Optional.of(EdgeError.responseNotFound(previousId));
@@ -151,7 +166,8 @@ final class WholeLeg implements ClientEnd {
 
   /**
    * Relays {@code resp}, the answer of engine {@code iid}; {@code firstByte} runs when the client gets its first byte.
-   * Completes with the usage of a 200 (a response's {@code input_tokens}/{@code output_tokens} as prompt/completion);
+   * Completes with the usage of a 200 (a response's {@code input_tokens}/{@code output_tokens} as prompt/completion,
+   * a stream's from its ending event);
    * fails with {@link EngineRefused} for a 4xx passed on, or with the {@link EngineFault} that broke the answer.
    */
   Future<DecodeEnd> relay(HttpClientResponse resp, String iid, Runnable firstByte) {
@@ -205,7 +221,42 @@ final class WholeLeg implements ClientEnd {
     return end.future().onComplete(ar -> {
       cancelReadTimer();
       open = null;
-    }).compose(v -> stream ? Future.succeededFuture(new DecodeEnd(null, null, 0)) : answer(resp, whole, iid, firstByte));
+    }).compose(v -> stream ? Future.succeededFuture(new DecodeEnd(null, target.sendsBody() ? streamUsage() : null, 0))
+        : answer(resp, whole, iid, firstByte));
+  }
+
+  /**
+   * The usage of a {@code /v1/responses} stream, read once from its ending event's {@code response.usage}
+   * ({@code input_tokens}, {@code output_tokens}, {@code input_tokens_details.cached_tokens}); null when it has none.
+   * A quote inside a JSON string is escaped: the last usage key of the event's tail is the response's.
+   */
+  private JsonObject streamUsage() {
+    if (endEvent == null) return null;
+    String text = endEvent.toString();
+    Matcher m = USAGE_KEY.matcher(text);
+    int start = -1;
+    while (m.find()) start = m.end() - 1;
+    if (start < 0) return null;
+    int depth = 0;
+    boolean quoted = false;
+    for (int i = start; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (quoted) {
+        if (c == '\\') i++;
+        else if (c == '"') quoted = false;
+      } else if (c == '"') {
+        quoted = true;
+      } else if (c == '{') {
+        depth++;
+      } else if (c == '}' && --depth == 0) {
+        try {
+          return usage(new JsonObject(text.substring(start, i + 1)));
+        } catch (RuntimeException notJson) {
+          return null;
+        }
+      }
+    }
+    return null;
   }
 
   /** A whole answer to the client, as the engine sent it. */
@@ -266,8 +317,11 @@ final class WholeLeg implements ClientEnd {
   }
 
   private static JsonObject usage(JsonObject usage) {
-    return usage.containsKey("input_tokens") ? new JsonObject().put("prompt_tokens", usage.getValue("input_tokens"))
-        .put("completion_tokens", usage.getValue("output_tokens")) : usage;
+    if (!usage.containsKey("input_tokens")) return usage;
+    JsonObject mapped = new JsonObject().put("prompt_tokens", usage.getValue("input_tokens"))
+        .put("completion_tokens", usage.getValue("output_tokens"));
+    if (usage.getValue("input_tokens_details") instanceof JsonObject details) mapped.put("prompt_tokens_details", details);
+    return mapped;
   }
 
   /**
@@ -287,10 +341,18 @@ final class WholeLeg implements ClientEnd {
 
   /** Looks for the event that ends a {@code /v1/responses} stream in what arrived, across chunk boundaries. */
   private void watchEnd(Buffer chunk) {
+    if (endEvent != null) {
+      endEvent.append(chunk.toString(StandardCharsets.UTF_8));
+      if (endEvent.length() > USAGE_TAIL) endEvent.delete(0, endEvent.length() - USAGE_TAIL);
+      return;
+    }
     if (streamTail == null) return;
     String text = streamTail + chunk.toString(StandardCharsets.UTF_8);
-    if (RESPONSE_END.matcher(text).find()) {
+    Matcher end = RESPONSE_END.matcher(text);
+    if (end.find()) {
       streamTail = null;
+      endEvent = new StringBuilder(text.substring(end.start()));
+      if (endEvent.length() > USAGE_TAIL) endEvent.delete(0, endEvent.length() - USAGE_TAIL);
     } else {
       streamTail = text.substring(Math.max(0, text.length() - END_SCAN_TAIL));
     }

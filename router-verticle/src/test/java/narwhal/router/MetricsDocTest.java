@@ -55,6 +55,23 @@ class MetricsDocTest {
     });
   }
 
+  /** Every admission refusal reason docs/metrics.md lists has its {@code narwhal_rejected_total} series from start. */
+  @Test
+  void everyDocumentedRejectionReasonExistsAtStart() throws Exception {
+    Map<String, String> row = DocPages.rows(PAGE, "series").stream()
+        .filter(r -> DocPages.code(r.get("series")).get(0).equals("narwhal_rejected_total")).findFirst().orElseThrow();
+    String listed = row.get("meaning").substring(0, row.get("meaning").indexOf(';'));
+    List<String> reasons = DocPages.code(listed);
+    assertTrue(reasons.size() >= 5, "reasons read from docs/" + PAGE + ": " + reasons);
+    try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"))) {
+      String text = h.get("/metrics").body();
+      for (String reason : reasons) {
+        assertTrue(Pattern.compile("^narwhal_rejected_total\\{[^}]*reason=\"" + reason + "\"[^}]*} 0\\.0$", Pattern.MULTILINE)
+            .matcher(text).find(), "narwhal_rejected_total{reason=\"" + reason + "\"} at zero from start");
+      }
+    }
+  }
+
   @Test
   void alertsUseOnlyDocumentedSeries() throws Exception {
     String alerts = Files.readString(DocPages.root().resolve("deploy/prometheus-alerts.yml"));

@@ -96,6 +96,20 @@ class TokenAccountingTest {
         quiet.body(), "include_usage false: no usage chunk, nothing else changed");
   }
 
+  /** vLLM reads {@code include_usage: null} as not asked: the engine sends no usage chunk, nor does the router. */
+  @Test
+  void includeUsageNullIsNotAskedYetTheTokensAreCounted() throws Exception {
+    JsonObject nullUsage = chat(true).put("stream_options", new JsonObject().putNull("include_usage"));
+    RouterHarness.Reply reply = h.post("/v1/chat/completions", nullUsage);
+    assertEquals(200, reply.status(), reply.body());
+    assertEquals(new JsonObject().put("include_usage", true),
+        decodeEntry(reply.requestId()).getJsonObject("body").getJsonObject("stream_options"), "the leg still asks for usage");
+    String engineOwn = engineAnswer(reply.requestId(), body -> body.put("stream_options", new JsonObject().putNull("include_usage")));
+    assertFalse(engineOwn.contains("\"usage\":{"), "the engine itself sends no usage chunk for null: " + engineOwn);
+    assertEquals(engineOwn, reply.body(), "the client gets the engine's own stream for include_usage null");
+    assertEquals(6, h.journalRow(reply.requestId()).getInteger("completion_tokens"), "the tokens are still counted");
+  }
+
   @Test
   void tokensAreCountedPerModelAndKindAndJournalled() throws Exception {
     double prompt = tokens("prompt");

@@ -146,6 +146,21 @@ class TracingTest {
   }
 
   @Test
+  void aHugeModelNameIsCutInTheSpanNameAndItsAttributes() throws Exception {
+    String huge = "m".repeat(200_000);
+    String trace = "5bf92f3577b34da6a3ce929d0e0e4736";
+    RouterHarness.Reply reply = h.post("/v1/chat/completions", chat().put("model", huge).toBuffer(),
+        Map.of("traceparent", "00-" + trace + "-" + CLIENT_SPAN + "-01"));
+    assertEquals(404, reply.status(), reply.requestId());
+    OtlpReceiver.Received request = otlp.trace(trace, TracingTest::hasRequestSpan).stream()
+        .filter(s -> s.span().getKind() == Span.SpanKind.SPAN_KIND_SERVER).findFirst().orElseThrow();
+    assertTrue(request.name().startsWith("chat mmm") && request.name().length() <= "chat ".length() + 257,
+        "a client's model name is cut in the span name: " + request.name().length() + " chars");
+    String model = (String) request.attribute("gen_ai.request.model");
+    assertTrue(model.startsWith("mmm") && model.length() <= 1024, "and in its attributes: " + model.length() + " chars");
+  }
+
+  @Test
   void withoutTraceparentATraceStartsHereAndAnUnsampledClientTraceIsNotRecorded() throws Exception {
     String unsampledTrace = "0af7651916cd43dd8448eb211c80319c";
     RouterHarness.Reply unsampled = h.post("/v1/chat/completions", chat().toBuffer(),
@@ -256,6 +271,55 @@ class TracingTest {
     assertEquals(rid + "-a1-whole", leg.attribute("narwhal.engine.request_id"));
     assertEquals("00-" + trace + "-" + leg.spanId() + "-01", engineEntry(rid + "-a1-whole").getString("traceparent"),
         "the engine's own spans join the trace under the leg's span");
+  }
+
+  static double tokens(String kind) {
+    return h.registry.get("narwhal.tokens").tag("model", RouterHarness.MODEL).tag("kind", kind).counter().count();
+  }
+
+  /** A streamed {@code /v1/responses} answer's tokens come from its {@code response.completed} event. */
+  @Test
+  void aStreamedResponseIsCountedFromItsCompletedEvent() throws Exception {
+    double prompt = tokens("prompt");
+    double completion = tokens("completion");
+    double cached = tokens("cached");
+    String trace = "6cf92f3577b34da6a3ce929d0e0e4738";
+    RouterHarness.Reply reply = h.post("/v1/responses", new JsonObject().put("model", RouterHarness.MODEL)
+            .put("input", "the arctic narwhal").put("max_output_tokens", 4).put("stream", true).toBuffer(),
+        Map.of("traceparent", "00-" + trace + "-" + CLIENT_SPAN + "-01"));
+    assertEquals(200, reply.status(), reply.body());
+    String completed = reply.body().lines().filter(l -> l.startsWith("data: ") && l.contains("\"type\":\"response.completed\""))
+        .findFirst().orElseThrow(() -> new AssertionError(reply.body())).substring("data: ".length());
+    JsonObject response = new JsonObject(completed).getJsonObject("response");
+    JsonObject usage = response.getJsonObject("usage");
+    int input = usage.getInteger("input_tokens");
+    assertEquals(4, usage.getInteger("output_tokens"), usage.encode());
+    JsonObject row = h.journalRow(reply.requestId());
+    assertEquals(input, row.getInteger("prompt_tokens"), row.encode());
+    assertEquals(4, row.getInteger("completion_tokens"), row.encode());
+    assertEquals(usage.getJsonObject("input_tokens_details").getInteger("cached_tokens"), row.getInteger("cached_tokens"), row.encode());
+    assertEquals(prompt + input, tokens("prompt"));
+    assertEquals(completion + 4, tokens("completion"));
+    assertEquals(cached + row.getInteger("cached_tokens"), tokens("cached"));
+    OtlpReceiver.Received request = one(otlp.trace(trace, TracingTest::hasRequestSpan), "chat " + RouterHarness.MODEL);
+    assertEquals((long) input, request.attribute("gen_ai.usage.input_tokens"));
+    assertEquals(4L, request.attribute("gen_ai.usage.output_tokens"));
+    assertEquals("POST", request.attribute("http.request.method"));
+  }
+
+  @Test
+  void aStoredResponseReadIsTracedAsTheGetItIs() throws Exception {
+    RouterHarness.Reply answer = h.post("/v1/responses", new JsonObject().put("model", RouterHarness.MODEL)
+        .put("input", "the arctic narwhal").put("max_output_tokens", 4));
+    assertEquals(200, answer.status(), answer.body());
+    String readTrace = "7cf92f3577b34da6a3ce929d0e0e4739";
+    String id = answer.json().getString("id");
+    RouterHarness.Reply read = h.get("/v1/responses/" + id, Map.of("traceparent", "00-" + readTrace + "-" + CLIENT_SPAN + "-01"));
+    assertEquals(200, read.status(), read.body());
+    assertEquals(id, read.json().getString("id"));
+    OtlpReceiver.Received retrieve = one(otlp.trace(readTrace, TracingTest::hasRequestSpan), "retrieve_response " + RouterHarness.MODEL);
+    assertEquals("GET", retrieve.attribute("http.request.method"), "the span names the request's own method");
+    assertEquals("/v1/responses/" + id, retrieve.attribute("url.path"));
   }
 
   @Test

@@ -95,6 +95,30 @@ class WholeFaultsTest {
     }
   }
 
+  /**
+   * {@code stream: true} on an endpoint that never streams (vLLM ignores the field there and answers JSON): the answer
+   * is waited for as any JSON answer, up to the request deadline, not {@code engine.first_token_timeout_s}.
+   */
+  @ParameterizedTest(name = "{0}")
+  @CsvSource({"/v1/embeddings", "/detokenize"})
+  void streamTrueOnAnEndpointThatNeverStreamsIsTimedAsAJsonAnswer(String path) throws Exception {
+    try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json
+        .put("engine", new JsonObject().put("first_token_timeout_s", 0.2))
+        .put("serving", new JsonObject().put("request_timeout_s", 1.5).put("max_attempts", 1))
+        .put("recovery", new JsonObject().put("eject_after", 1_000_000).put("liveness_misses", 1_000_000)))) {
+      h.engine("D0").faults().add(new JsonObject().put("kind", "hang_before_headers").put("phase", "decode").put("count", 1));
+      JsonObject body = path.equals("/detokenize") ? new JsonObject().put("tokens", new io.vertx.core.json.JsonArray().add(1))
+          : new JsonObject().put("input", "the arctic");
+      RouterHarness.Reply reply = h.post(path, body.put("model", RouterHarness.MODEL).put("stream", true));
+      JsonObject row = FailureChecks.rowFor(h, reply.requestId());
+      assertEquals(504, reply.status(), "the deadline, not the first-token timeout, ended the wait: " + row.encode());
+      assertEquals("expired", row.getString("terminal"), row.encode());
+      assertTrue(row.getJsonArray("attempt_failures").isEmpty(), row.encode());
+      assertEquals(200, h.post(path, body).status(), "the answer is JSON whatever stream says");
+      FailureChecks.allReleased(h);
+    }
+  }
+
   @Test
   void aStreamedResponseWhoseTokensComeTooSlowlyEndsWithTheTerminalEvent() throws Exception {
     try (RouterHarness h = faultFleet()) {

@@ -34,12 +34,18 @@ public record DecodeCall(String consumerUrl, String endpoint, JsonObject clientB
 
   /**
    * Whether the client's own body asks for the usage chunk of a stream: a non-streaming client always gets usage;
-   * a streaming one when it sent {@code stream_options} without {@code include_usage: false} (vLLM's default once
-   * the object is present).
+   * a streaming one when it sent {@code stream_options} with {@code include_usage} absent (vLLM's default, true, once
+   * the object is present) or true; {@code include_usage: null} asks nothing, as in vLLM.
    */
   public static boolean clientAsksUsage(JsonObject clientBody) {
     if (!Boolean.TRUE.equals(clientBody.getValue("stream"))) return true;
-    return clientBody.getValue("stream_options") instanceof JsonObject options
-        && !Boolean.FALSE.equals(options.getValue("include_usage"));
+    return clientBody.getValue("stream_options") instanceof JsonObject options && includeUsage(options);
+  }
+
+  /** vLLM's reading of {@code stream_options.include_usage}: absent is its default (true), null and false are not asked. */
+  public static boolean includeUsage(JsonObject streamOptions) {
+    if (!streamOptions.containsKey("include_usage")) return true;
+    Object value = streamOptions.getValue("include_usage");
+    return value != null && !Boolean.FALSE.equals(value);
   }
 }

@@ -80,11 +80,11 @@ final class RecordingTrace extends RequestTrace {
   RecordingTrace(Tracing tracing, Context parent, Start start) {
     this.tracing = tracing;
     String operation = start.operation();
-    String name = start.model() == null ? operation : operation + " " + start.model();
+    String name = start.model() == null ? operation : operation + " " + Tracing.cut(start.model(), Tracing.MAX_NAME_MODEL_CHARS);
     request = tracing.tracer().spanBuilder(name).setParent(parent).setSpanKind(SpanKind.SERVER)
         .setStartTimestamp(tracing.epochNanos(start.arrivedNanos()), Tracing.unit())
         .setAttribute(OPERATION, operation).setAttribute(REQUEST_MODEL, start.model())
-        .setAttribute(METHOD, "POST").setAttribute(PATH, start.endpoint()).setAttribute(RID, start.rid())
+        .setAttribute(METHOD, start.method()).setAttribute(PATH, start.endpoint()).setAttribute(RID, start.rid())
         .setAttribute(STREAM, start.stream()).startSpan();
     if (start.clientRid() != null) request.setAttribute(CLIENT_RID, start.clientRid());
     if (start.maxTokens() instanceof Number n) request.setAttribute(MAX_TOKENS, n.longValue());
@@ -273,12 +273,12 @@ final class RecordingTrace extends RequestTrace {
   private static void failed(Span span, Throwable cause) {
     if (cause instanceof EngineFault fault) {
       span.setAttribute(FAULT_KIND, fault.kind().reason()).setAttribute(FAULT_PHASE, fault.phase().wireName())
-          .setAttribute(ERROR_TYPE, fault.kind().reason()).setStatus(StatusCode.ERROR, fault.detail());
+          .setAttribute(ERROR_TYPE, fault.kind().reason()).setStatus(StatusCode.ERROR, Tracing.cut(fault.detail(), Tracing.MAX_VALUE_CHARS));
     } else if (cause instanceof CancellationException) {
       span.setAttribute(ERROR_TYPE, "cancelled");
     } else if (cause != null) {
       String message = String.valueOf(cause.getMessage());
-      span.setAttribute(ERROR_TYPE, cause.getClass().getSimpleName()).setStatus(StatusCode.ERROR, message);
+      span.setAttribute(ERROR_TYPE, cause.getClass().getSimpleName()).setStatus(StatusCode.ERROR, Tracing.cut(message, Tracing.MAX_VALUE_CHARS));
     }
   }
 

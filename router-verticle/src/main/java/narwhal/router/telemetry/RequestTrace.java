@@ -21,10 +21,15 @@ public abstract class RequestTrace {
 
   /**
    * What the request span is opened with; {@code operation} is its {@code gen_ai.operation.name} ({@code chat},
-   * {@code text_completion}, {@code embeddings}, …).
+   * {@code text_completion}, {@code embeddings}, …); {@code method} is the client's HTTP method ({@code http.request.method}).
    */
-  public record Start(String operation, String model, String rid, String clientRid, String endpoint, boolean stream,
-                      long arrivedNanos, Object maxTokens) {
+  public record Start(String operation, String model, String rid, String clientRid, String method, String endpoint,
+                      boolean stream, long arrivedNanos, Object maxTokens) {
+    /** A {@code POST} request's start, as every inference endpoint's. */
+    public Start(String operation, String model, String rid, String clientRid, String endpoint, boolean stream,
+                 long arrivedNanos, Object maxTokens) {
+      this(operation, model, rid, clientRid, "POST", endpoint, stream, arrivedNanos, maxTokens);
+    }
   }
 
   RequestTrace() {

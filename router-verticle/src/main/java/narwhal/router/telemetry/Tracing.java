@@ -9,6 +9,7 @@ import io.opentelemetry.context.propagation.TextMapGetter;
 import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporter;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.SpanLimits;
 import io.opentelemetry.sdk.trace.export.BatchSpanProcessor;
 import io.opentelemetry.sdk.trace.samplers.Sampler;
 import io.vertx.core.Future;
@@ -31,6 +32,15 @@ public final class Tracing {
   public static final Tracing OFF = new Tracing(null, null, null);
   /** How long a finished span may wait for the batch it is exported with, unless OTEL_BSP_SCHEDULE_DELAY says (ms). */
   static final long DEFAULT_EXPORT_DELAY_MS = 1000;
+  /** How long a stopping replica waits for the collector to take its last spans (docs/operations.md#graceful-stop). */
+  public static final long STOP_FLUSH_MS = 2000;
+  /**
+   * Longest attribute value and status description a span keeps, in characters, and the longest model name in a span
+   * name: a request's text (its {@code model}, an engine's error message) can be megabytes, and every span waiting in the
+   * export queue would hold it.
+   */
+  static final int MAX_VALUE_CHARS = 1024;
+  static final int MAX_NAME_MODEL_CHARS = 256;
   private static final TextMapGetter<MultiMap> HEADERS = new TextMapGetter<>() {
     @Override
     public Iterable<String> keys(MultiMap carrier) {
@@ -68,6 +78,7 @@ public final class Tracing {
         Attributes.of(AttributeKey.stringKey("service.name"), export.serviceName())));
     SdkTracerProvider provider = SdkTracerProvider.builder().setResource(resource)
         .setSampler(Sampler.parentBased(Sampler.traceIdRatioBased(export.sampleRatio())))
+        .setSpanLimits(SpanLimits.builder().setMaxAttributeValueLength(MAX_VALUE_CHARS).build())
         .addSpanProcessor(BatchSpanProcessor.builder(exporter.build())
             .setScheduleDelay(Duration.ofMillis(exportDelayMs(env))).build())
         .build();
@@ -112,15 +123,26 @@ public final class Tracing {
     return anchorEpochNanos + (nanoTime - anchorNanoTime);
   }
 
+  /** {@code text} cut to {@code max} characters (an ellipsis ends a cut one). */
+  static String cut(String text, int max) {
+    return text == null || text.length() <= max ? text : text.substring(0, max) + "\u2026";
+  }
+
   static TimeUnit unit() {
     return TimeUnit.NANOSECONDS;
   }
 
-  /** Exports what is pending and stops the exporter; off the event loop. */
+  /**
+   * Exports what is pending and stops the exporter, off the event loop, for at most {@link #STOP_FLUSH_MS}: a collector
+   * that does not answer by then loses those spans (a warning says so) and holds up no graceful stop.
+   */
   public Future<Void> close(Vertx vertx) {
     if (provider == null) return Future.succeededFuture();
     return vertx.executeBlocking(() -> {
-      provider.shutdown().join(10, TimeUnit.SECONDS);
+      if (!provider.shutdown().join(STOP_FLUSH_MS, TimeUnit.MILLISECONDS).isDone()) {
+        LOG.warning(() -> "tracing: the collector at " + export.tracesUrl() + " did not take the last spans within "
+            + STOP_FLUSH_MS / 1000.0 + " s of the stop: flush abandoned, those spans are dropped");
+      }
       return null;
     }, false);
   }
