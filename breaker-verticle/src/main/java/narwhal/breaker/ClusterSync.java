@@ -68,7 +68,8 @@ final class ClusterSync {
 
   /**
    * Registers the cluster consumers and reads the shared state; a failure fails the start (no serving on an unread
-   * state). A replica that finds the cluster holding no engine state starts it: from the decisions file when
+   * state). A replica that finds the cluster holding no engine state and is the first to mark it started (an empty
+   * map alone does not tell: the first replica may have restored nothing) starts it: from the decisions file when
    * {@code cluster.decisions_path} is set, else from its fleet file alone, and says so in its log and journal.
    */
   Future<Void> start() {
@@ -80,7 +81,10 @@ final class ClusterSync {
 
   private Future<Void> startingPoint() {
     return shared.states().compose(list -> {
-      if (list.stream().anyMatch(json -> EngineStateEvent.fromJson(json) != null)) return Future.succeededFuture();
+      if (list.stream().anyMatch(json -> EngineStateEvent.fromJson(json) != null)) return Future.succeededFuture(false);
+      return shared.markStarted(origin, clockMs.getAsLong());
+    }).compose(first -> {
+      if (!first) return Future.succeededFuture();
       return decisions.read().map(found -> {
         restore(found);
         return null;

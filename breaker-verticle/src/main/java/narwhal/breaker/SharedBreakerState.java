@@ -38,6 +38,9 @@ final class SharedBreakerState {
   static final String LIVENESS_MAP = "narwhal.liveness";
   static final String LEASES = "narwhal.leases";
   static final String REPLICAS = "narwhal.replicas";
+  /** Map holding one entry, {@link #STARTED_KEY}: written by the replica that started the cluster's shared state. */
+  static final String CLUSTER = "narwhal.cluster";
+  static final String STARTED_KEY = "started";
   /** Compare-and-set tries of one write before it gives up (the next resync writes again). */
   private static final int CAS_TRIES = 4;
   /** The lock a replica decides under when the shared state cannot be reached: its own book is all there is. */
@@ -107,6 +110,16 @@ final class SharedBreakerState {
       entries.values().forEach(text -> out.add(new JsonObject(text)));
       return out;
     });
+  }
+
+  /**
+   * Marks the cluster's shared state as started, unless a replica did before (a put-if-absent, so of two replicas
+   * starting at once one only is first); true when this replica is the one that started it. An empty state map alone
+   * does not tell: the first replica may have started it with no decision to restore.
+   */
+  Future<Boolean> markStarted(String replica, long atMs) {
+    String mine = new JsonObject().put("by", replica).put("at_ms", atMs).encode();
+    return guard.run(() -> this.<String>map(CLUSTER).compose(m -> m.putIfAbsent(STARTED_KEY, mine))).map(held -> held == null);
   }
 
   /** One engine's shared state, or null when no replica has written one. */

@@ -177,11 +177,40 @@ final class AdminCli implements Callable<Integer> {
         String where = config.cluster().discovery() == narwhal.common.config.ClusterConfig.Discovery.KUBERNETES
             ? "behind Kubernetes service " + config.cluster().kubernetes().serviceName() + " (cluster.kubernetes)"
             : "at " + config.cluster().members() + " (cluster.members)";
+        List<String> answering = config.cluster().discovery() == narwhal.common.config.ClusterConfig.Discovery.KUBERNETES
+            ? List.of() : listening(config.cluster());
+        if (!answering.isEmpty()) {
+          return "the replicas of cluster \"" + config.cluster().name() + "\" at " + answering + " accept connections but did not admit "
+              + "this command as a member: a frozen or unreachable replica stops the cluster admitting anyone until the others "
+              + "expel it (hazelcast.max.no.heartbeat.seconds, 15 s); try again in a few seconds";
+        }
         return "no router replica of cluster \"" + config.cluster().name() + "\" is reachable " + where + ": start a replica (narwhal serve --cluster) or check the addresses; the admin command joins as "
             + "a lite member, which holds no cluster state and needs a running replica to answer";
       }
     }
     return "cannot join cluster \"" + config.cluster().name() + "\": " + cause.getMessage();
+  }
+
+  /** The configured members (host, or host:port with cluster.port by default) that accept a TCP connection now. */
+  static List<String> listening(narwhal.common.config.ClusterConfig cluster) {
+    List<String> found = new ArrayList<>();
+    for (String member : cluster.members()) {
+      int colon = member.lastIndexOf(':');
+      String host = colon > 0 ? member.substring(0, colon) : member;
+      int port;
+      try {
+        port = colon > 0 ? Integer.parseInt(member.substring(colon + 1)) : cluster.port();
+      } catch (NumberFormatException e) {
+        continue;
+      }
+      try (java.net.Socket socket = new java.net.Socket()) {
+        socket.connect(new java.net.InetSocketAddress(host, port), 500);
+        found.add(host + ":" + port);
+      } catch (java.io.IOException | IllegalArgumentException e) {
+        // not listening (or not resolvable): not a replica that answers
+      }
+    }
+    return found;
   }
 
   /** The admin command documents bad arguments, a parse error included, as exit 1 ("refused"); 2 is "could not ask". */

@@ -64,6 +64,35 @@ class KeptDecisionsTest {
     }
   }
 
+  /**
+   * The first replica up restores nothing (its file keeps no decision, e.g. a drain was undone after the second
+   * replica had stopped), so the state map stays empty; the second replica up must not take the map's emptiness for
+   * a cluster nobody started and restore its own stale file over the cluster.
+   */
+  @Test
+  void aReplicaStartingAfterTheFirstNeverRestoresItsOwnStaleFile() throws Exception {
+    ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000)), (iid, o) -> { });
+    JsonObject fleet = h.fleetJson();
+    fleet.getJsonObject("cluster").put("members", new JsonArray().add("127.0.0.1:" + h.basePort).add("127.0.0.1:" + (h.basePort + 1)));
+    Path file = ReplicaProcess.writeFleet(fleet);
+    Path dir = Files.createTempDirectory("narwhal-decisions");
+    Files.writeString(dir.resolve("decisions-1.json"), new JsonObject().put("format", 1).put("written_by", "breaker-stale")
+        .put("decisions", new JsonArray().add(new JsonObject().put("iid", "D1").put("state", "draining").put("cause", "admin")
+            .put("changed_ms", System.currentTimeMillis() - 60_000).put("origin", "breaker-stale"))).encode());
+    try (ReplicaProcess a = start(file, dir, 0)) {
+      assertTrue(a.output().contains("starts it from " + dir.resolve("decisions-0.json") + " (cluster.decisions_path): no operator decision in force"),
+          a.output());
+      try (ReplicaProcess b = start(file, dir, 1)) {
+        assertTrue(!b.output().contains("starts it from"), "only the first replica up starts the cluster's state: " + b.output());
+        assertEquals("serving", b.engineState("D1"), "the stale drain came back: " + b.state());
+        assertEquals("serving", a.engineState("D1"), "the stale drain came back: " + a.state());
+      }
+    } finally {
+      h.close();
+    }
+  }
+
   @Test
   void withoutADecisionsFileTheFirstReplicaSaysItStartsFromItsFleetFile() throws Exception {
     ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json, (iid, o) -> { });

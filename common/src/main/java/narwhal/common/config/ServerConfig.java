@@ -43,8 +43,15 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
   }
 
   static ServerConfig read(SectionReader r) {
-    return new ServerConfig(r.get(HOST), r.get(PORT), r.get(EVENT_LOOPS), r.get(API_KEY_ENV), r.get(OPS_TOKEN_ENV),
-        r.get(CORS), r.get(HEALTH_PORT));
+    int port = r.get(PORT);
+    int healthPort = r.get(HEALTH_PORT);
+    // the same port twice would fail at start as "already in use", after preflight, naming no cause
+    if (healthPort > 0 && healthPort == port) {
+      throw r.invalid(HEALTH_PORT.name(), "-1 (none), 0 (the OS picks one) or a port other than server.port (" + port
+          + "), which the client traffic takes");
+    }
+    return new ServerConfig(r.get(HOST), port, r.get(EVENT_LOOPS), r.get(API_KEY_ENV), r.get(OPS_TOKEN_ENV),
+        r.get(CORS), healthPort);
   }
 
   static boolean isEnvName(String name) {

@@ -230,6 +230,9 @@ class ConfigRefusalTest {
 
   static Stream<Arguments> crossKeyRules() {
     return Stream.of(
+        refused(withSection("server", "{\"port\": 8001, \"health_port\": 8001}"), "server.health_port",
+            "server.health_port: 8001 is not valid: expected -1 (none), 0 (the OS picks one) or a port other than "
+                + "server.port (8001), which the client traffic takes"),
         refused(withSection("recovery", "{\"engine_restart_policy\": \"whole_wave\"}"),
             "recovery.engine_restart_policy",
             "recovery.engine_restart_policy: \"whole_wave\" is not valid: expected \"individual\" when "
