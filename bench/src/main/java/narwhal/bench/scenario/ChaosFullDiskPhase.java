@@ -32,6 +32,8 @@ import java.util.stream.Stream;
  * written again once there is space.
  */
 final class ChaosFullDiskPhase implements ChaosScenario.Phase {
+  /** Large enough that the journal does not fill it itself during the run (about 0.5 KiB a row); the filler does. */
+  private static final int TMPFS_MIB = 64;
   static final String SPACE = "space";
   static final String FULL = "disk full";
   static final String AGAIN = "space again";
@@ -50,7 +52,7 @@ final class ChaosFullDiskPhase implements ChaosScenario.Phase {
     BenchReport report = env.report();
     Path mount = env.tmp().resolve("full-disk");
     Files.createDirectories(mount);
-    String mounted = run("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mount.toString());
+    String mounted = run("mount", "-t", "tmpfs", "-o", "size=" + TMPFS_MIB + "m", "tmpfs", mount.toString());
     if (mounted != null) {
       report.verdict(Verdict.info("R11", "journal on a full disk", "not measured: cannot mount a tmpfs here (" + mounted + ")"));
       return;
@@ -59,11 +61,11 @@ final class ChaosFullDiskPhase implements ChaosScenario.Phase {
     Path journal = mount.resolve("journal.jsonl");
     SimBench fleet = scope.own(SimBench.start(SimBench.twoPairs(engine -> engine.setItlMs(5))));
     LoadGenerator load = scope.own(new LoadGenerator());
-    env.progress().say("full-disk: starting a replica with its journal on a 4 MiB tmpfs");
+    env.progress().say("full-disk: starting a replica with its journal on a " + TMPFS_MIB + " MiB tmpfs");
     // rotation stays at its default: a full disk must not break it either
     RouterProcess router = scope.own(RouterProcess.start(env, "full-disk", SimBench.unbalanced(fleet.fleetFile(journal, 0)),
         RouterProcess.Options.serving("--preflight=warn")));
-    report.layout("full-disk (R11): one replica, journal.path on a 4 MiB tmpfs of its own; " + clients
+    report.layout("full-disk (R11): one replica, journal.path on a " + TMPFS_MIB + " MiB tmpfs of its own; " + clients
         + " non-streaming clients (8 tokens, 5 ms apart), back to back; " + stepS + " s with space, " + stepS
         + " s with a filler file taking every byte left, " + stepS + " s after the filler is deleted");
 
@@ -114,6 +116,8 @@ final class ChaosFullDiskPhase implements ChaosScenario.Phase {
     report.verdict(Verdict.check("R11", "every request row written or counted dropped (rows + " + METRIC + " = requests)",
         rows + " + " + Fmt.num(dropped, 0) + " = " + Fmt.num(rows + dropped, 0) + " (requests " + requests + ")", "= requests",
         rows + (long) dropped == requests));
+    report.verdict(Verdict.check("R11", "the filler, not the journal's own growth, filled the disk", filled + " filler bytes", "> 0",
+        filled > 0));
     report.verdict(Verdict.check("R11", "rows dropped while the disk was full", Fmt.num(droppedWhileFull, 0), "> 0 (the disk did fill)",
         droppedWhileFull > 0));
     report.verdict(Verdict.check("R11", "rows written again once there is space", (rows - rowsWhileFull) + " more rows", "> 0",
