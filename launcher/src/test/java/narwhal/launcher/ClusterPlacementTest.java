@@ -18,8 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Placement agrees across replicas (docs/operations.md#placement) on a real two-member cluster: every replica places a
- * prefix on the same producer, and places with the engine readings the cluster shares, made by whichever replica
+ * Placement agrees across replicas (docs/operations.md#placement) on a real two-member cluster: a prefix one replica
+ * placed is sent to the same producer by the other once it learns it from the prefix exchange, and replicas place with the engine readings the cluster shares, made by whichever replica
  * took an engine's lock for the interval.
  */
 @Timeout(120)
@@ -35,16 +35,17 @@ class ClusterPlacementTest {
       awaitReadings(h, replicas);
       for (int group = 0; group < 12; group++) {
         String affinity = "prefix:" + Integer.toHexString(("system prompt " + group).hashCode());
-        // a prefix a replica has not placed lately goes by load, on that replica's view at that moment: the replicas
-        // agree from its second request on (docs/operations.md#placement)
-        for (NarwhalNode node : replicas) assertEquals("load", place(node, affinity).getString("reason"), "first seen: by load");
-        Set<String> chosen = new HashSet<>();
-        for (NarwhalNode node : replicas) {
+        NarwhalNode first = replicas.get(group % 2);
+        NarwhalNode other = replicas.get(1 - group % 2);
+        JsonObject placed = place(first, affinity);
+        assertEquals("load", placed.getString("reason"), "a prefix seen for the first time goes by load");
+        String home = placed.getString("iid");
+        awaitKnown(other, group + 1);
+        for (NarwhalNode node : List.of(other, first)) {
           JsonObject again = place(node, affinity);
-          assertEquals("prefix", again.getString("reason"), "group " + group + " again: " + again.encode());
-          chosen.add(again.getString("iid"));
+          assertEquals(List.of(home, "prefix"), List.of(again.getString("iid"), again.getString("reason")),
+              "group " + group + " goes to the producer that computed it, whichever replica places it: " + again.encode());
         }
-        assertEquals(1, chosen.size(), "group " + group + " goes to one producer whichever replica places it: " + chosen);
       }
 
       Set<String> seenOnA = new HashSet<>();
@@ -71,10 +72,26 @@ class ClusterPlacementTest {
     throw new AssertionError("no readings on every replica");
   }
 
+  /** Waits until {@code node} knows a producer for {@code count} prefixes (it learns them from the other replica). */
+  private static void awaitKnown(NarwhalNode node, int count) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    int known = -1;
+    while (System.nanoTime() < deadline) {
+      known = state(node).getJsonObject("placement").getInteger("prefixes_known");
+      if (known >= count) return;
+      Thread.sleep(10);
+    }
+    throw new AssertionError("the replica learned " + known + " prefixes of " + count);
+  }
+
+  private static JsonObject state(NarwhalNode node) {
+    return ClusterHarness.await(node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(),
+        new DeliveryOptions().setLocalOnly(true)).map(m -> m.body()));
+  }
+
   /** The readings a replica's placement holds now, as {@code iid@read_at_ms/reader}. */
   private static Set<String> readings(NarwhalNode node) {
-    JsonObject state = ClusterHarness.await(node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(),
-        new DeliveryOptions().setLocalOnly(true)).map(m -> m.body()));
+    JsonObject state = state(node);
     Set<String> out = new HashSet<>();
     for (Object o : state.getJsonArray("engines")) {
       JsonObject load = ((JsonObject) o).getJsonObject("load");

@@ -21,9 +21,10 @@ import java.util.Set;
  * whenever another candidate exists. Policies: {@code least_reserved} (fewest of this replica's reservations, ties
  * rotate); {@code load} (lowest load from the engines' own readings plus the legs the cluster sent since, weighted up
  * by failure streaks that fade over {@link #STREAK_FORGET_MS}; an engine without a fresh reading counts as the busiest
- * known, never idle); {@code cache_aware} (as {@code load}, but a prefill with a session, or a prefix this replica placed
- * lately, goes to the first engine in the affinity's rendezvous order whose load is within {@code load_factor} of the
- * mean: the same prefix lands on the same producer on every replica; a prefix seen for the first time goes by load).
+ * known, never idle); {@code cache_aware} (as {@code load}, but a prefill whose prefix some replica placed lately goes to
+ * the newest of its {@link PrefixIndex} producers whose load is within {@code load_factor} of the mean, where its KV
+ * blocks are cached; a prefix seen for the first time goes by load, and a session to the first engine within the bound
+ * in the session's rendezvous order, the same on every replica).
  * A request naming a model has as candidates only the engines serving it: the engine's own {@code model}, or a name
  * (an alias, a LoRA adapter) its last {@code /v1/models} listing holds. A local reservation (a short prompt run whole,
  * {@code placement.local_prefill_max_tokens}) has as candidates only {@code both} engines.
@@ -39,16 +40,9 @@ final class PlacementTable {
   private PlacementConfig settings = PlacementConfig.defaults();
   private int ejectAfter = 3;
   private long nextId;
-  /** How many prefix affinities this replica remembers having placed (least recently placed forgotten first). */
-  static final int RECENT_PREFIXES = 16_384;
   /** How long a failure streak weighs against an engine: fully at the failure, linearly less, nothing after this. */
   static final long STREAK_FORGET_MS = 30_000;
-  private final Map<String, Boolean> recentPrefixes = new LinkedHashMap<>(1024, 0.75f, true) {
-    @Override
-    protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
-      return size() > RECENT_PREFIXES;
-    }
-  };
+  private final PrefixIndex prefixes = new PrefixIndex();
 
   /** An engine as placement sees it. */
   private static final class Slot {
@@ -109,6 +103,7 @@ final class PlacementTable {
     for (EngineConfig engine : engines) {
       Slot slot = slots.getOrDefault(engine.iid(), new Slot(engine));
       if (!engine.equals(slot.engine)) {
+        prefixes.forget(engine.iid());
         slot.listed = null;
         slot.load = null;
         slot.sent = 0;
@@ -117,6 +112,7 @@ final class PlacementTable {
       slot.engine = engine;
       kept.put(engine.iid(), slot);
     }
+    slots.keySet().stream().filter(iid -> !kept.containsKey(iid)).forEach(prefixes::forget);
     slots.clear();
     slots.putAll(kept);
   }
@@ -218,14 +214,23 @@ final class PlacementTable {
         chosen = leastReserved(candidates, phase);
         reason = Reservation.LEAST_RESERVED;
       } else if (affinity != null && byPrefix && PlacementConfig.CACHE_AWARE.equals(settings.policy())
-          && placedBefore(affinity)) {
+          && affinity.startsWith("session:")) {
         int index = byAffinity(candidates, scores, affinity);
         chosen = candidates.get(Math.abs(index) - 1);
-        reason = index > 0 ? (affinity.startsWith("session:") ? "session" : "prefix") : "spill";
+        reason = index > 0 ? "session" : "spill";
+      } else if (affinity != null && byPrefix && PlacementConfig.CACHE_AWARE.equals(settings.policy())) {
+        List<String> homes = prefixes.homes(affinity);
+        int home = byPrefix(candidates, scores, homes);
+        chosen = home >= 0 ? candidates.get(home) : lowest(candidates, scores, phase);
+        reason = home >= 0 ? "prefix" : homes.isEmpty() ? "load" : "spill";
       } else {
         chosen = lowest(candidates, scores, phase);
         reason = "load";
       }
+    }
+    if (affinity != null && byPrefix && !affinity.startsWith("session:")
+        && PlacementConfig.CACHE_AWARE.equals(settings.policy())) {
+      prefixes.placed(affinity, chosen.engine.iid());
     }
     chosen.reserved[phase.ordinal()]++;
     chosen.sent++;
@@ -237,14 +242,42 @@ final class PlacementTable {
   }
 
   /**
-   * Whether this replica placed {@code affinity} lately (and remembers it now). A session always counts as placed; a
-   * prefix seen for the first time goes by load: a prompt that shares nothing with any other (most unique prompts)
-   * must not be tied to the producer its hash names, and a shared one is on its rendezvous producer from its second
-   * request on, the same on every replica.
+   * The index among {@code candidates} of the newest of a prefix's {@code homes} whose load is at most
+   * {@code load_factor} × the mean load + 1, or -1: no home is a candidate within the bound (the prefix spills, by load).
    */
-  private boolean placedBefore(String affinity) {
-    if (affinity.startsWith("session:")) return true;
-    return recentPrefixes.put(affinity, Boolean.TRUE) != null;
+  private int byPrefix(List<Slot> candidates, double[] scores, List<String> homes) {
+    if (homes.isEmpty()) return -1;
+    double bound = bound(scores);
+    for (String iid : homes) {
+      for (int i = 0; i < candidates.size(); i++) {
+        if (candidates.get(i).engine.iid().equals(iid)) {
+          if (scores[i] <= bound) return i;
+          break;
+        }
+      }
+    }
+    return -1;
+  }
+
+  private double bound(double[] scores) {
+    double mean = 0;
+    for (double v : scores) mean += v;
+    return settings.loadFactor() * mean / scores.length + 1;
+  }
+
+  /** This replica's prefix placements since the last call, {@code {affinity: iid}}, for the other replicas. */
+  synchronized Map<String, String> drainPrefixes() {
+    return prefixes.drain();
+  }
+
+  /** Another replica's prefix placements: where each prefix's blocks are now cached. */
+  synchronized void learnPrefixes(Map<String, String> placed) {
+    placed.forEach(prefixes::learned);
+  }
+
+  /** How many prefixes the index knows a producer of. */
+  synchronized int knownPrefixes() {
+    return prefixes.size();
   }
 
   private Slot leastReserved(List<Slot> candidates, Phase phase) {
@@ -317,9 +350,7 @@ final class PlacementTable {
    */
   private int byAffinity(List<Slot> candidates, double[] scores, String affinity) {
     long key = fnv1a(affinity);
-    double mean = 0;
-    for (double v : scores) mean += v;
-    double bound = settings.loadFactor() * mean / scores.length + 1;
+    double bound = bound(scores);
     int first = -1;
     int within = -1;
     long firstWeight = 0;

@@ -69,6 +69,9 @@ public final class PlacementVerticle extends VerticleBase {
   private volatile Readiness readiness = Readiness.NO_PLACEMENT;
   private AsyncMap<String, String> shared;
   private long resyncTimer = -1;
+  /** This replica's name in what it shares with the others (load readings, prefix placements). */
+  private final String replica = "placement-" + java.util.UUID.randomUUID().toString().substring(0, 8);
+  private PrefixExchange prefixes;
 
   public PlacementVerticle(List<EngineConfig> engines) {
     this(engines, DEFAULT_RESYNC_MS);
@@ -99,6 +102,7 @@ public final class PlacementVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
+    prefixes = new PrefixExchange(vertx, table, replica);
     List<MessageConsumer<JsonObject>> consumers = List.of(
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RESERVE, this::reserve),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> table.release(msg.body().getString("id"))),
@@ -122,14 +126,14 @@ public final class PlacementVerticle extends VerticleBase {
           vertx.sharedData().getLocalMap(LocalPlacement.MAP).put(LocalPlacement.KEY, local);
           if (config != null) {
             NarwhalConfig cfg = config.get();
-            loads = new LoadReadings(vertx, config, table, "placement-" + java.util.UUID.randomUUID().toString().substring(0, 8),
-                cfg.engine().engineApiKey(env), registry);
+            loads = new LoadReadings(vertx, config, table, replica, cfg.engine().engineApiKey(env), registry);
             loads.track(cfg.engines());
             loads.arm();
             listings = new ModelListings(vertx, config, table, cfg.engine().engineApiKey(env));
             listings.arm();
           }
-        });
+        })
+        .compose(v -> config == null ? Future.succeededFuture() : prefixes.start());
   }
 
   @Override
@@ -138,6 +142,7 @@ public final class PlacementVerticle extends VerticleBase {
     vertx.cancelTimer(resyncTimer);
     if (loads != null) loads.stop();
     if (listings != null) listings.stop();
+    prefixes.stop();
     return Future.succeededFuture();
   }
 
@@ -286,7 +291,10 @@ public final class PlacementVerticle extends VerticleBase {
       engines.add(engine);
     }
     JsonObject snapshot = new JsonObject().put("engines", engines).put("reservations", table.totalReservations());
-    if (loads != null) snapshot.put("placement", new JsonObject().put("policy", table.policy()).put("view", loads.view()));
+    if (loads != null) {
+      snapshot.put("placement", new JsonObject().put("policy", table.policy()).put("view", loads.view())
+          .put("prefixes_known", table.knownPrefixes()));
+    }
     Readiness now = readiness;
     if (!now.models().isEmpty()) snapshot.put("models", now.models());
     snapshot.put("ready", now.ready());

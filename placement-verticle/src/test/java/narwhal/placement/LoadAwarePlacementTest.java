@@ -90,34 +90,86 @@ class LoadAwarePlacementTest {
         "with no reading at all, reservations decide");
   }
 
+  /** Reserves and releases at once (a leg that ended): the placement's choice without load piling up. */
+  private static narwhal.common.bus.Reservation leg(PlacementTable t, String affinity, Set<String> exclude) {
+    var r = t.reserve(Phase.PREFILL, exclude, null, affinity).orElseThrow();
+    t.release(r.id());
+    return r;
+  }
+
   @Test
-  void aPrefixStaysOnOneProducerOnEveryReplicaUntilThatProducerIsLoaded() {
+  void aPrefixStaysOnTheProducerThatComputedItOnEveryReplicaUntilThatProducerIsLoaded() {
     PlacementTable a = table(PlacementConfig.CACHE_AWARE);
     PlacementTable b = table(PlacementConfig.CACHE_AWARE);
     for (PlacementTable t : List.of(a, b)) {
       for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 1, 0, 0));
     }
-    Set<String> producers = new HashSet<>();
+    String affinity = "prefix:abc";
+    var first = leg(a, affinity, Set.of());
+    assertEquals("load", first.reason(), "a prefix seen for the first time goes by load");
+    String home = first.iid();
+    var again = leg(a, affinity, Set.of());
+    assertEquals(List.of(home, "prefix"), List.of(again.iid(), again.reason()), "then to the producer that computed it");
+
+    b.learnPrefixes(a.drainPrefixes());
+    assertTrue(a.drainPrefixes().isEmpty(), "a placement is sent once");
+    var onB = leg(b, affinity, Set.of());
+    assertEquals(List.of(home, "prefix"), List.of(onB.iid(), onB.reason()), "the other replica sends it there too");
+    assertTrue(b.drainPrefixes().isEmpty(), "a placement that changes nothing is not sent back");
+
+    a.applyLoad(new EngineLoad(home, 40, 10, 0, now.get() + 1, "test", null));
+    var spilled = leg(a, affinity, Set.of());
+    assertNotEquals(home, spilled.iid(), "a loaded producer sheds its prefix");
+    assertEquals("spill", spilled.reason());
+    var next = leg(a, affinity, Set.of());
+    assertEquals(List.of(spilled.iid(), "prefix"), List.of(next.iid(), next.reason()),
+        "the producer it spilled to caches it now: the prefix stays there");
+    b.learnPrefixes(a.drainPrefixes());
+    assertEquals(spilled.iid(), leg(b, affinity, Set.of()).iid(), "and the other replica learns the new home");
+
+    var excluded = leg(b, affinity, Set.of(spilled.iid()));
+    assertEquals(List.of(home, "prefix"), List.of(excluded.iid(), excluded.reason()),
+        "with its newest home not a candidate (a failed attempt, ejected), the one before it still caches the prefix");
+    assertEquals("session", b.reserve(Phase.PREFILL, Set.of(), null, "session:42").orElseThrow().reason());
+  }
+
+  @Test
+  void groupsSpreadOverEveryProducerAndEveryReplicaAgreesOnceItLearns() {
+    PlacementTable a = table(PlacementConfig.CACHE_AWARE);
+    PlacementTable b = table(PlacementConfig.CACHE_AWARE);
+    for (PlacementTable t : List.of(a, b)) {
+      for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
+    }
+    java.util.Map<String, String> homes = new java.util.HashMap<>();
+    List<String> held = new ArrayList<>();
     for (int group = 0; group < 40; group++) {
       String affinity = "prefix:" + Long.toHexString(PlacementTable.fnv1a("system prompt " + group));
-      String onA = place(a, Phase.PREFILL, affinity);
-      assertEquals(onA, place(b, Phase.PREFILL, affinity), "both replicas choose the same producer for group " + group);
-      producers.add(onA);
+      var r = a.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow();
+      held.add(r.id());
+      homes.put(affinity, r.iid());
     }
-    assertEquals(4, producers.size(), "groups spread over every producer: " + producers);
+    held.forEach(a::release);
+    assertEquals(Set.of("P0", "P1", "P2", "P3"), new HashSet<>(homes.values()), "first requests spread by load");
+    b.learnPrefixes(a.drainPrefixes());
+    assertEquals(40, b.knownPrefixes());
+    homes.forEach((affinity, home) -> assertEquals(home, leg(b, affinity, Set.of()).iid(), "replica B agrees for " + affinity));
+  }
 
+  @Test
+  void aRePointedOrRemovedProducerIsNoLongerAPrefixHome() {
     PlacementTable t = table(PlacementConfig.CACHE_AWARE);
     for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
-    String affinity = "prefix:abc";
-    assertEquals("load", t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow().reason(), "a prefix seen first goes by load");
-    var second = t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow();
-    assertEquals("prefix", second.reason(), "from its second request on, by its rendezvous order");
-    String home = second.iid();
-    t.applyLoad(new EngineLoad(home, 40, 10, 0, now.get() + 1, "test", null));
-    var spilled = t.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow();
-    assertNotEquals(home, spilled.iid(), "a loaded producer sheds its prefix to the next in the prefix's order");
-    assertEquals("spill", spilled.reason());
-    assertEquals("session", a.reserve(Phase.PREFILL, Set.of(), null, "session:42").orElseThrow().reason());
+    String home = leg(t, "prefix:abc", Set.of()).iid();
+    List<EngineConfig> moved = new ArrayList<>();
+    for (EngineConfig e : FLEET) moved.add(e.iid().equals(home) ? new EngineConfig(home, "http://127.0.0.1:2/moved", Role.PREFILL, "", "") : e);
+    t.setEngines(moved);
+    for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
+    assertEquals("load", leg(t, "prefix:abc", Set.of()).reason(), "the engine at the new url caches nothing of the prefix");
+    assertEquals(0, t.knownPrefixes() - 1, "the prefix is known again, on the producer it went to now");
+
+    String second = leg(t, "prefix:abc", Set.of()).iid();
+    t.setEngines(FLEET.stream().filter(e -> !e.iid().equals(second)).toList());
+    assertEquals(0, t.knownPrefixes(), "a removed engine's prefixes are forgotten");
   }
 
   @Test

@@ -1,7 +1,7 @@
 package narwhal.common.bus;
 
 /** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN}, {@link #FLEET_CHANGED},
- * {@link #STREAK_CHANGED} and {@link #CONFIG_RELOAD} cross the cluster. */
+ * {@link #STREAK_CHANGED}, {@link #PLACEMENT_PREFIXES} and {@link #CONFIG_RELOAD} cross the cluster. */
 public final class Addresses {
   /** Request-reply: a {@link ReserveRequest}, answered with a {@link Reservation} or a {@link Failures#NO_ENGINE} failure. */
   public static final String PLACEMENT_RESERVE = "narwhal.placement.reserve";
@@ -22,6 +22,11 @@ public final class Addresses {
    * ({@code max_model_len} absent when the card names none). The router's learned context is this reading's.
    */
   public static final String PLACEMENT_LISTED = "narwhal.placement.listed";
+  /**
+   * Cluster publish: a {@link PrefixesPlaced}, a replica's prefix placements of the last
+   * {@code PrefixExchange} period, so every replica sends a prefix to the producer that caches it.
+   */
+  public static final String PLACEMENT_PREFIXES = "narwhal.placement.prefixes";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */

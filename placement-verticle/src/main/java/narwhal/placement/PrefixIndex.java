@@ -1,0 +1,95 @@
+package narwhal.placement;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Which producers computed a prompt prefix lately, for {@code cache_aware} placement (docs/operations.md#placement): for
+ * each prefix affinity, the {@link #HOMES} engines that took it most recently, newest first. The whole cluster fills it:
+ * this replica's own placements ({@link #placed}), queued for the other replicas ({@link #drain}), and theirs
+ * ({@link #learned}). Bounded: the least recently used prefix is forgotten first, and at most {@link #MAX_PENDING}
+ * changes wait to be sent (a flood of unique prompts drops the oldest unsent, never blocks). Not thread-safe: the
+ * placement table guards it.
+ */
+final class PrefixIndex {
+  /** How many prefixes the index remembers. */
+  static final int CAPACITY = 16_384;
+  /** How many producers a prefix keeps: the one it spilled to, and the one before, both hold its blocks. */
+  static final int HOMES = 2;
+  /** How many own placements wait at most for the next exchange. */
+  static final int MAX_PENDING = 4_096;
+
+  private final Map<String, String[]> homes = new LinkedHashMap<>(1024, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, String[]> eldest) {
+      return size() > CAPACITY;
+    }
+  };
+  private final Map<String, String> pending = new LinkedHashMap<>(256, 0.75f, false) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+      return size() > MAX_PENDING;
+    }
+  };
+
+  /** The engines that computed {@code affinity} lately, newest first; empty when none is known. */
+  List<String> homes(String affinity) {
+    String[] known = homes.get(affinity);
+    if (known == null) return List.of();
+    List<String> out = new ArrayList<>(HOMES);
+    for (String iid : known) if (iid != null) out.add(iid);
+    return out;
+  }
+
+  /** This replica placed {@code affinity} on {@code iid}: remembered, and queued for the other replicas. */
+  void placed(String affinity, String iid) {
+    if (remember(affinity, iid)) pending.put(affinity, iid);
+  }
+
+  /** Another replica placed {@code affinity} on {@code iid}. */
+  void learned(String affinity, String iid) {
+    remember(affinity, iid);
+  }
+
+  /** The own placements not sent yet, in the order they were made, each prefix once; the queue is emptied. */
+  Map<String, String> drain() {
+    Map<String, String> out = new LinkedHashMap<>(pending);
+    pending.clear();
+    return out;
+  }
+
+  /** Forgets {@code iid} as a home of every prefix: a re-pointed or removed engine holds none of their blocks. */
+  void forget(String iid) {
+    Iterator<Map.Entry<String, String[]>> it = homes.entrySet().iterator();
+    while (it.hasNext()) {
+      String[] known = it.next().getValue();
+      if (iid.equals(known[1])) known[1] = null;
+      if (iid.equals(known[0])) {
+        known[0] = known[1];
+        known[1] = null;
+      }
+      if (known[0] == null) it.remove();
+    }
+    pending.values().removeIf(iid::equals);
+  }
+
+  int size() {
+    return homes.size();
+  }
+
+  /** Puts {@code iid} first among the prefix's homes; whether that changed anything. */
+  private boolean remember(String affinity, String iid) {
+    String[] known = homes.get(affinity);
+    if (known == null) {
+      homes.put(affinity, new String[] {iid, null});
+      return true;
+    }
+    if (iid.equals(known[0])) return false;
+    known[1] = known[0];
+    known[0] = iid;
+    return true;
+  }
+}

@@ -1,0 +1,65 @@
+package narwhal.placement;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The prefix index's bounds: remembered homes, the exchange queue, forgetting an engine. */
+class PrefixIndexTest {
+  @Test
+  void aPrefixKeepsItsTwoNewestHomesNewestFirst() {
+    PrefixIndex index = new PrefixIndex();
+    index.placed("p", "A");
+    index.placed("p", "B");
+    index.learned("p", "C");
+    assertEquals(List.of("C", "B"), index.homes("p"));
+    index.placed("p", "B");
+    assertEquals(List.of("B", "C"), index.homes("p"));
+    assertEquals(List.of(), index.homes("unknown"));
+  }
+
+  @Test
+  void theExchangeQueueSendsEachPrefixOnceAndLearnedOnesNever() {
+    PrefixIndex index = new PrefixIndex();
+    index.placed("p", "A");
+    index.placed("p", "A");
+    index.placed("q", "A");
+    index.placed("p", "B");
+    index.learned("r", "C");
+    assertEquals(Map.of("p", "B", "q", "A"), index.drain());
+    assertTrue(index.drain().isEmpty());
+  }
+
+  @Test
+  void aFloodOfUniquePromptsIsBoundedAndForgetsTheLeastRecentlyUsedFirst() {
+    PrefixIndex index = new PrefixIndex();
+    index.placed("shared", "A");
+    for (int i = 0; i < PrefixIndex.CAPACITY * 2; i++) {
+      index.placed("unique " + i, "B");
+      if (i % 1000 == 0) index.homes("shared");
+    }
+    assertEquals(PrefixIndex.CAPACITY, index.size());
+    assertEquals(List.of("A"), index.homes("shared"), "a prefix in use stays while unique ones come and go");
+    assertEquals(List.of(), index.homes("unique 0"));
+    assertEquals(PrefixIndex.MAX_PENDING, index.drain().size());
+  }
+
+  @Test
+  void forgettingAnEngineLeavesThePrefixesItSharedAndDropsThoseOnlyItHeld() {
+    PrefixIndex index = new PrefixIndex();
+    index.placed("p", "A");
+    index.placed("p", "B");
+    index.placed("q", "B");
+    index.placed("r", "C");
+    index.forget("B");
+    assertEquals(List.of("A"), index.homes("p"));
+    assertEquals(List.of(), index.homes("q"));
+    assertEquals(List.of("C"), index.homes("r"));
+    assertEquals(2, index.size());
+    assertEquals(Map.of("r", "C"), index.drain(), "nothing queued names the forgotten engine");
+  }
+}
