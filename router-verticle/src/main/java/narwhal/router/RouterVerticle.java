@@ -165,7 +165,6 @@ public final class RouterVerticle extends VerticleBase {
     List<String> changed = StartOnlyKeys.changedKeys(lastApplied, cfg);
     lastApplied = cfg;
     List<String> pending = StartOnlyKeys.changed(startedWith, cfg);
-    shared.restartPending().set(pending);
     if (!pending.isEmpty()) {
       LOG.warning(() -> "fleet file: " + String.join(", ", pending) + " changed; read only at start, the running value stays"
           + " until this replica restarts");
@@ -176,6 +175,8 @@ public final class RouterVerticle extends VerticleBase {
       shared.metrics().restartPendingKeys(pending.size());
       shared.metrics().configReload(true);
     }
+    // after the counters: whoever sees the pending keys in /narwhal/state sees the reload counted
+    shared.restartPending().set(pending);
     relearner.reloaded(cfg.engines());
     shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     shared.metrics().track(cfg.engines());
