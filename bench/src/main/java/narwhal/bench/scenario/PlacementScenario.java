@@ -99,7 +99,8 @@ public final class PlacementScenario implements Scenario {
 
     report.layout("engines: P0–P3 (prefill) and D0–D3 (decode), engine-sim in a JVM of its own, latency profile " + PROFILE
             + ", prefix caching, max_num_seqs " + MAX_NUM_SEQS + ", " + KV_BLOCKS + " KV blocks of 16 tokens each")
-        .layout("router: 1 replica (java -jar narwhal.jar serve); then 3 clustered replicas behind haproxy (deploy/haproxy.cfg's settings); "
+        .layout("router: 1 replica (java -jar narwhal.jar serve), also behind haproxy for the shared prefix at 80 %; then 3 clustered "
+            + "replicas behind haproxy (deploy/haproxy.cfg's settings); "
             + "placement.policy switched by hot reload of the fleet file between runs")
         .layout("load: open-loop Poisson arrivals, streamed completions (chat for multi-turn), " + warmS + " s warm-up then "
             + measureS + " s measured per run (requests that started in it); every run has fresh prompts (no hits across runs)")
@@ -143,6 +144,22 @@ public final class PlacementScenario implements Scenario {
 
     boolean haproxyHere = HaproxyProcess.binary().isPresent();
     if (!smoke && haproxyHere) {
+      // the same single replica behind haproxy: what the balancer alone adds, beside the 3-replica runs below
+      progress.say("starting haproxy in front of 1 replica");
+      HaproxyProcess one = HaproxyProcess.start(HaproxyProcess.binary().get(), env.tmp().resolve("haproxy-one"),
+          List.of(new HaproxyProcess.Server("replica-1", single.port())));
+      try (BalancerWatch watchOne = new BalancerWatch(one).start()) {
+        watchOne.await("replica-1", true, System.nanoTime(), 30_000);
+        HttpWork viaOne = new HttpWork(load.vertx(), load.client(512), "127.0.0.1", one.port());
+        for (String policy : List.of("least_reserved", "cache_aware")) {
+          switchPolicy(List.of(single), List.of(singleClient), policy);
+          progress.say("1 replica, haproxy shared-prefix 80 % " + policy);
+          results.add(measure(fleet, load, viaOne, "1 replica, haproxy", PlacementWorkload.SHARED, shapes.get(PlacementWorkload.SHARED),
+              policy, 0.8, capacities.get(PlacementWorkload.SHARED).get("least_reserved"), warmS, measureS));
+        }
+      } finally {
+        one.close();
+      }
       single.close();
       progress.say("starting 3 clustered replicas and haproxy");
       ClusterReplicas cluster = ClusterReplicas.start(env, fleet, load, f -> policy(f, "least_reserved"), REPLICAS, true,
@@ -340,6 +357,12 @@ public final class PlacementScenario implements Scenario {
       double p50 = ttft(three, 50) / ttft(sharedCa, 50);
       report.verdict(Verdict.perf("I22", "shared prefix, 80 %, cache_aware: 3 replicas' hit rate / 1 replica's", Fmt.ratio(hit), "≥ 0.90×", hit >= 0.9));
       report.verdict(Verdict.perf("I22", "shared prefix, 80 %, cache_aware: 3 replicas' TTFT p50 / 1 replica's", Fmt.ratio(p50), "≤ 1.10×", p50 <= 1.1));
+    }
+    Result oneBehind = find(results, "1 replica, haproxy", PlacementWorkload.SHARED, "80 %", "cache_aware");
+    if (three != null && oneBehind != null) {
+      double p50 = ttft(three, 50) / ttft(oneBehind, 50);
+      report.verdict(Verdict.info("I22", "shared prefix, 80 %, cache_aware: 3 replicas' TTFT p50 / 1 replica's behind the same haproxy",
+          Fmt.ratio(p50)));
     }
   }
 
