@@ -1,0 +1,86 @@
+package narwhal.launcher;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Placement behind an open shared-state guard (docs/operations.md#placement), on two real router processes: while the
+ * other replica is frozen (SIGSTOP) and the shared maps it owns do not answer, the live replica says
+ * {@code view: local}, reads every engine itself and keeps placing and serving by load and prefix; after the thaw both
+ * place on the cluster's view again.
+ */
+@Timeout(240)
+class PlacementGuardTest {
+  private static final String PROMPT = "You are a careful assistant. ".repeat(80);
+
+  @Test
+  void aReplicaWhoseSharedStateStallsPlacesOnItsOwnReadingsAndSaysSo() throws Exception {
+    ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("placement", new JsonObject().put("metrics_interval_s", 0.2))
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000)),
+        (iid, o) -> { });
+    JsonObject fleet = h.fleetJson();
+    fleet.getJsonObject("cluster").put("members", new JsonArray().add("127.0.0.1:" + h.basePort).add("127.0.0.1:" + (h.basePort + 1)));
+    fleet.put("journal", new JsonObject().put("path", "-"));
+    Path file = ReplicaProcess.writeFleet(fleet);
+    try (ReplicaProcess a = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + h.basePort);
+         ReplicaProcess b = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + (h.basePort + 1))) {
+      await(a, s -> "cluster".equals(placement(s).getString("view")) && readAt(s).size() == 4, "a cluster view with every engine read");
+      b.signal("STOP");
+      JsonObject local = await(a, s -> "local".equals(placement(s).getString("view")), "the live replica's view: local");
+      Map<String, Long> readAt = readAt(local);
+      JsonObject body = new JsonObject().put("model", "Qwen/Qwen3-0.6B").put("prompt", PROMPT + "question").put("max_tokens", 2);
+      for (int i = 0; i < 8; i++) assertEquals(200, a.post("/v1/completions", body), "request " + i + " while the other replica is frozen");
+      await(a, s -> "local".equals(placement(s).getString("view")) && readAt(s).entrySet().stream()
+          .allMatch(e -> e.getValue() > readAt.getOrDefault(e.getKey(), Long.MAX_VALUE)) || "cluster".equals(placement(s).getString("view")),
+          "every engine read again (by the replica itself while local)");
+      b.signal("CONT");
+      for (ReplicaProcess r : List.of(a, b)) {
+        await(r, s -> "cluster".equals(placement(s).getString("view")) && "closed".equals(s.getString("shared_state")),
+            "both replicas back on the cluster's view after the thaw");
+      }
+      assertEquals(200, b.post("/v1/completions", body), "the thawed replica serves");
+    } finally {
+      h.close();
+    }
+  }
+
+  private static JsonObject placement(JsonObject state) {
+    return state.getJsonObject("placement", new JsonObject());
+  }
+
+  /** Each engine's last good reading time. */
+  private static Map<String, Long> readAt(JsonObject state) {
+    Map<String, Long> out = new HashMap<>();
+    for (Object o : state.getJsonArray("engines")) {
+      JsonObject load = ((JsonObject) o).getJsonObject("load");
+      if (load != null && load.containsKey("running")) out.put(((JsonObject) o).getString("iid"), load.getLong("read_at_ms"));
+    }
+    return out;
+  }
+
+  private static JsonObject await(ReplicaProcess r, Predicate<JsonObject> done, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    JsonObject last = null;
+    while (System.nanoTime() < deadline) {
+      JsonObject state = r.state();
+      if (state != null) {
+        last = state;
+        if (done.test(state)) return state;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("never: " + what + "; last state " + (last == null ? null : last.getJsonObject("placement")));
+  }
+}
