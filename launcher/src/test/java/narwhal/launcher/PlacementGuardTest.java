@@ -18,7 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * Placement behind an open shared-state guard (docs/operations.md#placement), on two real router processes: while the
  * other replica is frozen (SIGSTOP) and the shared maps it owns do not answer, the live replica says
  * {@code view: local}, reads every engine itself and keeps placing and serving by load and prefix; after the thaw both
- * place on the cluster's view again.
+ * place on the cluster's view again. A failing {@code /metrics} makes an engine's load unknown on every replica, not
+ * ejected, and a policy changed in the fleet file and reloaded by {@code narwhal admin reload-config} reaches them all.
  */
 @Timeout(240)
 class PlacementGuardTest {
@@ -54,6 +55,41 @@ class PlacementGuardTest {
     } finally {
       h.close();
     }
+  }
+
+  @Test
+  void aFailingScrapeIsUnknownOnEveryReplicaAndAPolicyReloadReachesThemAll() throws Exception {
+    ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("placement", new JsonObject().put("metrics_interval_s", 0.2).put("metrics_timeout_s", 0.2))
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000)),
+        (iid, o) -> { });
+    JsonObject fleet = h.fleetJson();
+    fleet.getJsonObject("cluster").put("members", new JsonArray().add("127.0.0.1:" + h.basePort).add("127.0.0.1:" + (h.basePort + 1)));
+    fleet.put("journal", new JsonObject().put("path", "-"));
+    Path file = ReplicaProcess.writeFleet(fleet);
+    try (ReplicaProcess a = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + h.basePort);
+         ReplicaProcess b = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + (h.basePort + 1))) {
+      for (ReplicaProcess r : List.of(a, b)) await(r, s -> readAt(s).size() == 3, "every engine read");
+      ClusterHarness.await(h.engine("D1").stopListening());
+      for (ReplicaProcess r : List.of(a, b)) {
+        JsonObject failed = await(r, s -> load(s, "D1").containsKey("error"), "D1's reading failed");
+        assertEquals("serving", r.engineState("D1"), "a failed reading is no breaker evidence: " + load(failed, "D1"));
+      }
+      ClusterHarness.await(h.engine("D1").resumeListening());
+      java.nio.file.Files.writeString(file, fleet.copy().put("placement", fleet.getJsonObject("placement").copy()
+          .put("policy", "least_reserved")).encodePrettily());
+      assertEquals(0, ReplicaProcess.admin(file, "reload-config"));
+      for (ReplicaProcess r : List.of(a, b)) {
+        await(r, s -> "least_reserved".equals(placement(s).getString("policy")), "the reloaded policy on every replica");
+      }
+    } finally {
+      h.close();
+    }
+  }
+
+  private static JsonObject load(JsonObject state, String iid) {
+    return state.getJsonArray("engines").stream().map(JsonObject.class::cast).filter(e -> iid.equals(e.getString("iid")))
+        .findFirst().map(e -> e.getJsonObject("load")).filter(java.util.Objects::nonNull).orElse(new JsonObject());
   }
 
   private static JsonObject placement(JsonObject state) {
