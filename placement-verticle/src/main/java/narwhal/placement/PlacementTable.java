@@ -1,6 +1,7 @@
 package narwhal.placement;
 
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.PrefixesPlaced;
 import narwhal.common.bus.Reservation;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.PlacementConfig;
@@ -265,14 +266,30 @@ final class PlacementTable {
     return settings.loadFactor() * mean / scores.length + 1;
   }
 
-  /** This replica's prefix placements since the last call, {@code {affinity: iid}}, for the other replicas. */
-  synchronized Map<String, String> drainPrefixes() {
-    return prefixes.drain();
+  /**
+   * This replica's prefix placements since the last call, for the other replicas, with the url of each engine named
+   * (read under the same lock as the placements: a reload that re-points an engine forgets what was queued for it).
+   */
+  synchronized PrefixesPlaced drainPrefixes(String origin) {
+    Map<String, String> placed = prefixes.drain();
+    Map<String, String> urls = new HashMap<>();
+    for (String iid : placed.values()) {
+      Slot slot = slots.get(iid);
+      if (slot != null) urls.putIfAbsent(iid, slot.engine.url());
+    }
+    return new PrefixesPlaced(origin, placed, urls);
   }
 
-  /** Another replica's prefix placements: where each prefix's blocks are now cached. */
-  synchronized void learnPrefixes(Map<String, String> placed) {
-    placed.forEach(prefixes::learned);
+  /**
+   * Another replica's prefix placements: where each prefix's blocks are now cached. An entry naming an engine this
+   * replica does not have, or has at another url than the sender placed on (one of the two has not re-read a
+   * re-pointed engine yet), is not learned: the engine here holds none of those blocks.
+   */
+  synchronized void learnPrefixes(PrefixesPlaced message) {
+    message.placed().forEach((affinity, iid) -> {
+      Slot slot = slots.get(iid);
+      if (slot != null && slot.engine.url().equals(message.urls().get(iid))) prefixes.learned(affinity, iid);
+    });
   }
 
   /** How many prefixes the index knows a producer of. */

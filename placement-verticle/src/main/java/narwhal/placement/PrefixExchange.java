@@ -7,8 +7,6 @@ import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.PrefixesPlaced;
 
-import java.util.Map;
-
 /**
  * Keeps the replicas' prefix indexes in agreement (docs/operations.md#placement): every {@link #PERIOD_MS} this
  * replica publishes the prefixes it placed since ({@link PrefixesPlaced} on {@link Addresses#PLACEMENT_PREFIXES}) and
@@ -36,7 +34,7 @@ final class PrefixExchange {
     if (!vertx.isClustered()) return Future.succeededFuture();
     consumer = vertx.eventBus().consumer(Addresses.PLACEMENT_PREFIXES, msg -> {
       PrefixesPlaced placed = PrefixesPlaced.fromJson(msg.body());
-      if (placed != null && !replica.equals(placed.origin())) table.learnPrefixes(placed.placed());
+      if (placed != null && !replica.equals(placed.origin())) table.learnPrefixes(placed);
     });
     return consumer.completion().onSuccess(v -> timer = vertx.setPeriodic(PERIOD_MS, t -> publish()));
   }
@@ -47,7 +45,7 @@ final class PrefixExchange {
   }
 
   private void publish() {
-    Map<String, String> placed = table.drainPrefixes();
-    if (!placed.isEmpty()) vertx.eventBus().publish(Addresses.PLACEMENT_PREFIXES, new PrefixesPlaced(replica, placed).toJson());
+    PrefixesPlaced placed = table.drainPrefixes(replica);
+    if (!placed.placed().isEmpty()) vertx.eventBus().publish(Addresses.PLACEMENT_PREFIXES, placed.toJson());
   }
 }

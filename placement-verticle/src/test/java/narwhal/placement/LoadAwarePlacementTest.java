@@ -111,11 +111,11 @@ class LoadAwarePlacementTest {
     var again = leg(a, affinity, Set.of());
     assertEquals(List.of(home, "prefix"), List.of(again.iid(), again.reason()), "then to the producer that computed it");
 
-    b.learnPrefixes(a.drainPrefixes());
-    assertTrue(a.drainPrefixes().isEmpty(), "a placement is sent once");
+    b.learnPrefixes(a.drainPrefixes("a"));
+    assertTrue(a.drainPrefixes("a").placed().isEmpty(), "a placement is sent once");
     var onB = leg(b, affinity, Set.of());
     assertEquals(List.of(home, "prefix"), List.of(onB.iid(), onB.reason()), "the other replica sends it there too");
-    assertTrue(b.drainPrefixes().isEmpty(), "a placement that changes nothing is not sent back");
+    assertTrue(b.drainPrefixes("b").placed().isEmpty(), "a placement that changes nothing is not sent back");
 
     a.applyLoad(new EngineLoad(home, 40, 10, 0, now.get() + 1, "test", null));
     var spilled = leg(a, affinity, Set.of());
@@ -124,7 +124,7 @@ class LoadAwarePlacementTest {
     var next = leg(a, affinity, Set.of());
     assertEquals(List.of(spilled.iid(), "prefix"), List.of(next.iid(), next.reason()),
         "the producer it spilled to caches it now: the prefix stays there");
-    b.learnPrefixes(a.drainPrefixes());
+    b.learnPrefixes(a.drainPrefixes("a"));
     assertEquals(spilled.iid(), leg(b, affinity, Set.of()).iid(), "and the other replica learns the new home");
 
     var excluded = leg(b, affinity, Set.of(spilled.iid()));
@@ -150,7 +150,7 @@ class LoadAwarePlacementTest {
     }
     held.forEach(a::release);
     assertEquals(Set.of("P0", "P1", "P2", "P3"), new HashSet<>(homes.values()), "first requests spread by load");
-    b.learnPrefixes(a.drainPrefixes());
+    b.learnPrefixes(a.drainPrefixes("a"));
     assertEquals(40, b.knownPrefixes());
     homes.forEach((affinity, home) -> assertEquals(home, leg(b, affinity, Set.of()).iid(), "replica B agrees for " + affinity));
   }
@@ -170,6 +170,40 @@ class LoadAwarePlacementTest {
     String second = leg(t, "prefix:abc", Set.of()).iid();
     t.setEngines(FLEET.stream().filter(e -> !e.iid().equals(second)).toList());
     assertEquals(0, t.knownPrefixes(), "a removed engine's prefixes are forgotten");
+  }
+
+  @Test
+  void aPlacementOnAnEngineAnotherReplicaHasAtAnotherUrlIsNotLearned() {
+    PlacementTable a = table(PlacementConfig.CACHE_AWARE);
+    PlacementTable b = table(PlacementConfig.CACHE_AWARE);
+    List<EngineConfig> moved = new ArrayList<>();
+    for (EngineConfig e : FLEET) moved.add(e.iid().equals("P0") ? new EngineConfig("P0", "http://127.0.0.1:2/moved", Role.PREFILL, "", "") : e);
+    a.setEngines(moved);
+    for (PlacementTable t : List.of(a, b)) {
+      for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
+    }
+    // B has not re-read the fleet file yet: it places prefixes on P0 at its old url, where A's P0 no longer is
+    List<String> onOldP0 = new ArrayList<>();
+    for (int group = 0; onOldP0.size() < 3 && group < 100; group++) {
+      String affinity = "prefix:" + group;
+      if (leg(b, affinity, Set.of("P1", "P2", "P3")).iid().equals("P0")) onOldP0.add(affinity);
+    }
+    leg(b, "prefix:elsewhere", Set.of("P0"));
+    a.learnPrefixes(b.drainPrefixes("b"));
+    assertEquals(1, a.knownPrefixes(), "only the placement on an engine A has at the same url is learned");
+    for (String affinity : onOldP0) {
+      assertEquals("load", leg(a, affinity, Set.of()).reason(), "A's P0 (the new url) holds none of " + affinity);
+    }
+    b.learnPrefixes(a.drainPrefixes("a"));
+    assertTrue(b.knownPrefixes() >= 4, "nor does B take A's placements on the new P0 for its old one, but the rest");
+    a.setEngines(FLEET.stream().filter(e -> !e.iid().equals("P3")).toList());
+    b.learnPrefixes(a.drainPrefixes("a"));
+    a.learnPrefixes(new narwhal.common.bus.PrefixesPlaced("c", java.util.Map.of("prefix:gone", "P3", "prefix:x", "P9"),
+        java.util.Map.of("P3", "http://127.0.0.1:1/P3", "P9", "http://127.0.0.1:1/P9")));
+    a.setEngines(moved);
+    for (String p : List.of("P0", "P1", "P2", "P3")) a.applyLoad(reading(p, 0, 0, 0));
+    assertEquals("load", leg(a, "prefix:gone", Set.of()).reason(),
+        "a placement on an engine this replica does not have is not kept for when an engine of that iid is added");
   }
 
   @Test
