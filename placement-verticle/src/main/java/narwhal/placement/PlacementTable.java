@@ -220,7 +220,7 @@ final class PlacementTable {
         chosen = candidates.get(Math.abs(index) - 1);
         reason = index > 0 ? "session" : "spill";
       } else if (affinity != null && byPrefix && PlacementConfig.CACHE_AWARE.equals(settings.policy())) {
-        List<String> homes = prefixes.homes(affinity);
+        List<String> homes = prefixes.homes(prefixKey(affinity, model));
         int home = byPrefix(candidates, scores, homes);
         chosen = home >= 0 ? candidates.get(home) : lowest(candidates, scores, phase);
         reason = home >= 0 ? "prefix" : homes.isEmpty() ? "load" : "spill";
@@ -231,7 +231,7 @@ final class PlacementTable {
     }
     if (affinity != null && byPrefix && !affinity.startsWith("session:")
         && PlacementConfig.CACHE_AWARE.equals(settings.policy())) {
-      prefixes.placed(affinity, chosen.engine.iid());
+      prefixes.placed(prefixKey(affinity, model), chosen.engine.iid());
     }
     chosen.reserved[phase.ordinal()]++;
     chosen.sent++;
@@ -240,6 +240,15 @@ final class PlacementTable {
     reservations.put(reservation.id(), reservation);
     madeAgainst.put(reservation.id(), chosen.load == null ? 0L : chosen.load.readAtMs());
     return Optional.of(reservation);
+  }
+
+  /**
+   * A prefix's key in the index: its affinity and the model (or adapter) the request names. Each model computes its
+   * own blocks of a shared system prompt (vLLM keys its prefix cache by adapter too), so the producers that cached
+   * it for one model are no home of it for another, and do not push that model's homes out.
+   */
+  private static String prefixKey(String affinity, String model) {
+    return model == null ? affinity : affinity + "@" + model;
   }
 
   /**

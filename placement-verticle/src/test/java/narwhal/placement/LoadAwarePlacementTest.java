@@ -207,6 +207,34 @@ class LoadAwarePlacementTest {
   }
 
   @Test
+  void aPrefixIsRememberedPerModelSoModelsSharingASystemPromptKeepTheirOwnProducers() {
+    List<EngineConfig> fleet = new ArrayList<>();
+    for (String m : List.of("a", "b", "c")) {
+      for (int i = 0; i < 2; i++) fleet.add(new EngineConfig("P" + m + i, "http://127.0.0.1:1/P" + m + i, Role.PREFILL, "", "", m));
+    }
+    PlacementTable t = new PlacementTable(fleet, now::get);
+    t.configure(PlacementConfig.defaults().withPolicy(PlacementConfig.CACHE_AWARE), 3);
+    for (EngineConfig e : fleet) t.applyLoad(reading(e.iid(), 0, 0, 0));
+    String affinity = "prefix:the same system prompt";
+    java.util.Map<String, String> homes = new java.util.HashMap<>();
+    for (String m : List.of("a", "b", "c")) {
+      var first = t.reserve(Phase.PREFILL, Set.of(), null, affinity, m).orElseThrow();
+      t.release(first.id());
+      assertEquals("load", first.reason(), "model " + m + " never computed the prefix: by load, not a spill");
+      assertTrue(first.iid().startsWith("P" + m), "only engines of model " + m + ": " + first.iid());
+      homes.put(m, first.iid());
+    }
+    now.addAndGet(1);
+    for (EngineConfig e : fleet) t.applyLoad(reading(e.iid(), homes.containsValue(e.iid()) ? 1 : 0, 0, 0));
+    for (String m : List.of("a", "b", "c")) {
+      var again = t.reserve(Phase.PREFILL, Set.of(), null, affinity, m).orElseThrow();
+      t.release(again.id());
+      assertEquals(List.of(homes.get(m), "prefix"), List.of(again.iid(), again.reason()),
+          "model " + m + " goes back to its producer that computed the prefix, whatever the other models did");
+    }
+  }
+
+  @Test
   void anEngineOnAFailureStreakGetsLessWorkBeforeItIsEjected() {
     PlacementTable t = table(PlacementConfig.LOAD);
     t.applyLoad(reading("D0", 2, 0, 0));
