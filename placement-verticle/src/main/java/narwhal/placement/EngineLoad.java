@@ -12,6 +12,12 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
   static final String RUNNING = "vllm:num_requests_running";
   static final String WAITING = "vllm:num_requests_waiting";
   static final String KV_USAGE = "vllm:kv_cache_usage_perc";
+  /**
+   * The most requests an engine's queue gauges (summed over its ranks) may count: more is no engine's load but a
+   * broken one's, and taken as a figure it overflowed the candidates' mean load to infinity, which kept every prefix
+   * on its producer however loaded.
+   */
+  static final double MAX_QUEUE = 1e9;
 
   boolean ok() {
     return error == null;
@@ -56,6 +62,11 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
     }
     if (!sawRunning || !sawWaiting) {
       return failed(iid, readAtMs, reader, "no " + RUNNING + " and " + WAITING + " in /metrics");
+    }
+    if (running > MAX_QUEUE || waiting > MAX_QUEUE) {
+      String name = running > MAX_QUEUE ? RUNNING : WAITING;
+      return failed(iid, readAtMs, reader, name + " is " + (running > MAX_QUEUE ? running : waiting)
+          + ": not a load (expected at most 1e9 requests)");
     }
     return new EngineLoad(iid, running, waiting, kv, readAtMs, reader, null);
   }

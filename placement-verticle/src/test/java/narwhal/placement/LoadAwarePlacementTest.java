@@ -235,6 +235,26 @@ class LoadAwarePlacementTest {
   }
 
   @Test
+  void anEngineClaimingAnAbsurdQueueIsAFailedReadingAndDoesNotStopEveryOtherPrefixFromSpilling() {
+    PlacementTable t = table(PlacementConfig.CACHE_AWARE);
+    for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
+    String home = leg(t, "prefix:abc", Set.of("P3")).iid();
+    now.addAndGet(1);
+    EngineLoad absurd = EngineLoad.parse("P3", """
+        vllm:num_requests_running{engine="0",model_name="m"} 1e308
+        vllm:num_requests_waiting{engine="0",model_name="m"} 1e308
+        """, now.get(), "test");
+    assertTrue(!absurd.ok() && absurd.error().contains("not a load"), "a queue no engine can have is not a load: " + absurd);
+    assertTrue(!EngineLoad.parse("P3", "vllm:num_requests_running 2e9\nvllm:num_requests_waiting 0\n", 0, "t").ok());
+    assertTrue(EngineLoad.parse("P3", "vllm:num_requests_running 250000\nvllm:num_requests_waiting 1e6\n", 0, "t").ok());
+    t.applyLoad(absurd);
+    for (String p : List.of("P0", "P1", "P2")) t.applyLoad(reading(p, p.equals(home) ? 40 : 0, 0, 0));
+    var r = leg(t, "prefix:abc", Set.of());
+    assertEquals("spill", r.reason(), "the loaded home sheds its prefix whatever P3 claims: " + r);
+    assertNotEquals(home, r.iid());
+  }
+
+  @Test
   void anEngineOnAFailureStreakGetsLessWorkBeforeItIsEjected() {
     PlacementTable t = table(PlacementConfig.LOAD);
     t.applyLoad(reading("D0", 2, 0, 0));
