@@ -19,8 +19,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Placement agrees across replicas (docs/operations.md#placement) on a real two-member cluster: a prefix one replica
- * placed is sent to the same producer by the other once it learns it from the prefix exchange, and replicas place with the engine readings the cluster shares, made by whichever replica
- * took an engine's lock for the interval.
+ * placed is sent to the same producer by the other once it learns it from the prefix exchange (never when the other
+ * has that engine at another url), and replicas place with the engine readings the cluster shares, made by whichever
+ * replica took an engine's lock for the interval.
  */
 @Timeout(120)
 class ClusterPlacementTest {
@@ -61,6 +62,48 @@ class ClusterPlacementTest {
       }
       assertTrue(!both.isEmpty(), "the replicas placed with the same readings (iid@read_at_ms/reader): A " + seenOnA + ", B " + seenOnB);
     }
+  }
+
+  @Test
+  void aReplicaNeverLearnsAPrefixPlacedOnAnEngineItHasAtAnotherUrl() throws Exception {
+    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "P2:prefill", "P9:prefill", "D0:decode"),
+        json -> json
+            .put("placement", new JsonObject().put("policy", "cache_aware").put("metrics_interval_s", 0.2))
+            .put("recovery", new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000).put("liveness_every", 100_000)),
+        (iid, o) -> { })) {
+      JsonObject fleet = h.fleetJson();
+      io.vertx.core.json.JsonArray onA = new io.vertx.core.json.JsonArray();
+      io.vertx.core.json.JsonArray onB = new io.vertx.core.json.JsonArray();
+      for (Object o : fleet.getJsonArray("engines")) {
+        JsonObject engine = (JsonObject) o;
+        if ("P9".equals(engine.getString("iid"))) continue;
+        onA.add(engine.copy());
+        // B's fleet file was edited first: P0 moved to another host (the engine at P9's address)
+        onB.add("P0".equals(engine.getString("iid")) ? engine.copy().put("url", h.engine("P9").url()) : engine.copy());
+      }
+      NarwhalNode a = start(h, fleet.copy().put("engines", onA));
+      NarwhalNode b = start(h, fleet.copy().put("engines", onB));
+      awaitReadings(h, List.of(a, b));
+      String onOldP0 = "prefix:computed on the P0 replica A has";
+      JsonObject placed = place(a, onOldP0, List.of("P1", "P2"));
+      assertEquals("P0", placed.getString("iid"));
+      assertEquals("P1", place(a, "prefix:marker", List.of("P0", "P2")).getString("iid"));
+      // the marker was published with or after the placement on P0: once B knows it, it has seen both
+      awaitKnown(b, 1);
+      assertEquals(1, state(b).getJsonObject("placement").getInteger("prefixes_known"),
+          "B learned the placement on P1 (the same url on both) and not the one on A's P0");
+      JsonObject onBsP0 = place(b, onOldP0, List.of());
+      assertEquals("load", onBsP0.getString("reason"), "B's P0 (another engine) holds none of the prefix's blocks: " + onBsP0.encode());
+    }
+  }
+
+  private static NarwhalNode start(ClusterHarness h, JsonObject fleet) throws Exception {
+    java.nio.file.Path journal = java.nio.file.Files.createTempFile("narwhal-cluster-journal", ".jsonl");
+    NarwhalNode node = ClusterHarness.await(NarwhalNode.start(narwhal.common.config.NarwhalConfig.fromJson(
+            fleet.put("journal", new JsonObject().put("path", journal.toString()))),
+        NarwhalNode.PreflightMode.STRICT, line -> { }, ClusterHarness.ENV, java.util.function.UnaryOperator.identity()));
+    h.replicas.add(node);
+    return node;
   }
 
   private static void awaitReadings(ClusterHarness h, List<NarwhalNode> replicas) throws Exception {
@@ -104,7 +147,11 @@ class ClusterPlacementTest {
 
   /** Reserves a prefill with {@code affinity} on {@code node} and releases it: the reservation (its {@code iid}, {@code reason}). */
   private static JsonObject place(NarwhalNode node, String affinity) {
-    ReserveRequest request = new ReserveRequest("test-" + UUID.randomUUID(), Phase.PREFILL, List.of(), null, affinity);
+    return place(node, affinity, List.of());
+  }
+
+  private static JsonObject place(NarwhalNode node, String affinity, List<String> exclude) {
+    ReserveRequest request = new ReserveRequest("test-" + UUID.randomUUID(), Phase.PREFILL, exclude, null, affinity);
     DeliveryOptions local = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
     JsonObject reply = ClusterHarness.await(node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_RESERVE, request.toJson(), local)
         .map(m -> m.body()));
