@@ -65,7 +65,7 @@ final class ReplicaRoster implements AdminHandler.Peers {
     this.origin = origin;
     this.config = config;
     Gauge.builder("narwhal.config.drift", this, r -> r.drift.getBoolean("drifted", false) ? 1 : 0)
-        .description("1 while a replica's shared settings (recovery.*, serving.max_attempts, the engine list) differ from the oldest replica's")
+        .description("1 while a replica's shared settings (recovery.*, serving.max_attempts, placement.policy/session_header/prefix_block_chars/prefix_blocks, the engine list) differ from the oldest replica's")
         .register(registry);
     for (String key : SharedSettings.GROUPS) {
       Gauge.builder("narwhal.config.drift.replicas", this, r -> r.replicasOff.getOrDefault(key, 0))

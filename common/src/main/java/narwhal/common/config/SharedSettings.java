@@ -12,9 +12,10 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
- * The settings every replica of a cluster must agree on (docs/operations.md#what-the-cluster-remembers): each
- * {@code recovery.*} key, {@code serving.max_attempts} and each engine of the list ({@code engines.<iid>}: its iid,
- * role, model and url). Replicas publish a digest of them — one short hash per key, never the value — and compare
+ * The settings every replica of a cluster must agree on (docs/operations.md#config-drift): each
+ * {@code recovery.*} key, {@code serving.max_attempts}, the {@link #PLACEMENT} keys that decide which producer a
+ * prompt's prefix or session goes to (replicas that differ never agree on a prefix and share no prefix index), and
+ * each engine of the list ({@code engines.<iid>}: its iid, role, model and url). Replicas publish a digest of them — one short hash per key, never the value — and compare
  * digests by key, so a difference is named by its key alone.
  */
 public final class SharedSettings {
@@ -22,11 +23,15 @@ public final class SharedSettings {
   public static final String ENGINES = "engines";
   /** The keys digests are compared on, engines grouped as {@value #ENGINES}: a fixed set (metric labels). */
   public static final List<String> GROUPS;
+  /** The {@code placement.*} keys the replicas must share. */
+  private static final List<Key<PlacementConfig, ?>> PLACEMENT = List.of(PlacementConfig.POLICY, PlacementConfig.SESSION_HEADER,
+      PlacementConfig.PREFIX_BLOCK_CHARS, PlacementConfig.PREFIX_BLOCKS);
 
   static {
     List<String> groups = new ArrayList<>();
     RecoveryConfig.SECTION.keys().stream().filter(k -> !k.retired()).forEach(k -> groups.add("recovery." + k.name()));
     groups.add("serving." + ServingConfig.MAX_ATTEMPTS.name());
+    PLACEMENT.forEach(k -> groups.add("placement." + k.name()));
     groups.add(ENGINES);
     GROUPS = List.copyOf(groups);
   }
@@ -42,6 +47,7 @@ public final class SharedSettings {
       if (!key.retired()) out.put("recovery." + key.name(), hash(String.valueOf(key.jsonOf(recovery))));
     }
     out.put("serving." + ServingConfig.MAX_ATTEMPTS.name(), hash(String.valueOf(config.serving().maxAttempts())));
+    for (Key<PlacementConfig, ?> key : PLACEMENT) out.put("placement." + key.name(), hash(String.valueOf(key.jsonOf(config.placement()))));
     for (EngineConfig e : config.engines()) {
       out.put(ENGINES + "." + e.iid(), hash(e.iid() + "\n" + e.role().wireName() + "\n" + e.model() + "\n" + e.url()));
     }
