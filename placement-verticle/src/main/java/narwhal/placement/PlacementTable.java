@@ -211,19 +211,23 @@ final class PlacementTable {
       reason = Reservation.LEAST_RESERVED;
     } else {
       double[] scores = scores(candidates, phase);
+      boolean cacheAware = affinity != null && byPrefix && PlacementConfig.CACHE_AWARE.equals(settings.policy());
+      // no candidate has a reading: this replica's reservations are the load, and a prefix or session still goes to
+      // its producer within the bound (every /metrics failing must not turn cache_aware into least_reserved)
+      boolean unread = scores == null;
+      if (unread && cacheAware) scores = reservedScores(candidates);
       if (scores == null) {
         chosen = leastReserved(candidates, phase);
         reason = Reservation.LEAST_RESERVED;
-      } else if (affinity != null && byPrefix && PlacementConfig.CACHE_AWARE.equals(settings.policy())
-          && affinity.startsWith("session:")) {
+      } else if (cacheAware && affinity.startsWith("session:")) {
         int index = byAffinity(candidates, scores, affinity);
         chosen = candidates.get(Math.abs(index) - 1);
-        reason = index > 0 ? "session" : "spill";
-      } else if (affinity != null && byPrefix && PlacementConfig.CACHE_AWARE.equals(settings.policy())) {
+        reason = index > 0 ? "session" : unread ? Reservation.LEAST_RESERVED : "spill";
+      } else if (cacheAware) {
         List<String> homes = prefixes.homes(prefixKey(affinity, model));
         int home = byPrefix(candidates, scores, homes);
-        chosen = home >= 0 ? candidates.get(home) : lowest(candidates, scores, phase);
-        reason = home >= 0 ? "prefix" : homes.isEmpty() ? "load" : "spill";
+        chosen = home >= 0 ? candidates.get(home) : unread ? leastReserved(candidates, phase) : lowest(candidates, scores, phase);
+        reason = home >= 0 ? "prefix" : unread ? Reservation.LEAST_RESERVED : homes.isEmpty() ? "load" : "spill";
       } else {
         chosen = lowest(candidates, scores, phase);
         reason = "load";
@@ -306,6 +310,16 @@ final class PlacementTable {
     return prefixes.size();
   }
 
+  /** Each candidate's legs of this replica now: the load when no candidate has a reading. */
+  private static double[] reservedScores(List<Slot> candidates) {
+    double[] scores = new double[candidates.size()];
+    for (int i = 0; i < scores.length; i++) {
+      Slot s = candidates.get(i);
+      scores[i] = s.reserved[Phase.PREFILL.ordinal()] + s.reserved[Phase.DECODE.ordinal()];
+    }
+    return scores;
+  }
+
   private Slot leastReserved(List<Slot> candidates, Phase phase) {
     int least = Integer.MAX_VALUE;
     for (Slot s : candidates) least = Math.min(least, s.reserved[phase.ordinal()]);
@@ -321,7 +335,8 @@ final class PlacementTable {
    * legs they sent since (for a decode, scaled up by the KV cache's fill), weighted up by its failure streak. A reading
    * is up to an interval old: its own legs that ended since are no load, so they are not taken from it. A candidate
    * without a fresh reading counts as one more than the busiest reading, plus the legs sent to it since: never idle, still used
-   * as the others fill. Null when no candidate has a reading (then reservations decide).
+   * as the others fill. Null when no candidate has a reading (then reservations decide, as the load a prefix or a
+   * session is bounded by under {@code cache_aware}).
    */
   private double[] scores(List<Slot> candidates, Phase phase) {
     long now = clockMs.getAsLong();

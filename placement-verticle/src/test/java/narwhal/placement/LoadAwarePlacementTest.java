@@ -255,6 +255,29 @@ class LoadAwarePlacementTest {
   }
 
   @Test
+  void withNoReadingAtAllAPrefixStillGoesToItsProducerWhileItsReservationsAreWithinTheBound() {
+    PlacementTable t = table(PlacementConfig.CACHE_AWARE);
+    // every /metrics fails (a vLLM that renamed its gauges, a proxy that does not pass /metrics, engines too busy to
+    // answer in time): the engines' load is unknown, this replica's reservations decide, and the index still holds
+    for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(EngineLoad.failed(p, now.get(), "test", "no vllm gauges"));
+    var first = leg(t, "prefix:abc", Set.of());
+    assertEquals("least_reserved", first.reason(), "a prefix seen first: by reservations");
+    for (int i = 0; i < 6; i++) {
+      var again = leg(t, "prefix:abc", Set.of());
+      assertEquals(List.of(first.iid(), "prefix"), List.of(again.iid(), again.reason()), "request " + i + " of the prefix");
+    }
+    List<String> held = new ArrayList<>();
+    Set<String> others = new HashSet<>(List.of("P0", "P1", "P2", "P3"));
+    others.remove(first.iid());
+    for (int i = 0; i < 3; i++) held.add(t.reserve(Phase.PREFILL, others, null, null).orElseThrow().id());
+    var spilled = leg(t, "prefix:abc", Set.of());
+    assertNotEquals(first.iid(), spilled.iid(), "its producer holding three of this replica's legs and the others none sheds it");
+    assertEquals("least_reserved", spilled.reason());
+    held.forEach(t::release);
+    assertEquals("session", leg(t, "session:7", Set.of()).reason(), "a session keeps its producer too");
+  }
+
+  @Test
   void anEngineOnAFailureStreakGetsLessWorkBeforeItIsEjected() {
     PlacementTable t = table(PlacementConfig.LOAD);
     t.applyLoad(reading("D0", 2, 0, 0));
