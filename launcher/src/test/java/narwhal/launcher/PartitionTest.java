@@ -3,6 +3,7 @@ package narwhal.launcher;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import narwhal.bench.process.PartitionNetwork;
 import narwhal.sim.SimEngine;
 import narwhal.sim.SimEngineOptions;
 import org.junit.jupiter.api.Test;

@@ -17,6 +17,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -57,10 +58,19 @@ public final class RouterProcess implements AutoCloseable {
     this.tail = tail;
   }
 
-  /** What to start: extra JVM flags (heap size), JMX for heap readings, JFR for a profile, extra {@code serve} options. */
-  public record Options(List<String> jvmArgs, boolean jmx, boolean jfr, List<String> serveArgs) {
+  /**
+   * What to start: extra JVM flags (heap size), JMX for heap readings, JFR for a profile, extra {@code serve} options,
+   * a command prefix the {@code java} command runs under (e.g. {@code ip netns exec NS}, which execs it: the pid stays
+   * the JVM's) and environment variables added to the bench's own.
+   */
+  public record Options(List<String> jvmArgs, boolean jmx, boolean jfr, List<String> serveArgs, List<String> commandPrefix,
+                        Map<String, String> environment) {
     public Options(List<String> jvmArgs, boolean jmx, boolean jfr) {
       this(jvmArgs, jmx, jfr, List.of());
+    }
+
+    public Options(List<String> jvmArgs, boolean jmx, boolean jfr, List<String> serveArgs) {
+      this(jvmArgs, jmx, jfr, serveArgs, List.of(), Map.of());
     }
 
     public static Options plain() {
@@ -70,6 +80,11 @@ public final class RouterProcess implements AutoCloseable {
     /** Plain, with these options after {@code serve --fleet FILE}. */
     public static Options serving(String... serveArgs) {
       return new Options(List.of(), false, false, List.of(serveArgs));
+    }
+
+    /** These options, the JVM started under {@code prefix} with {@code environment} added. */
+    public Options under(List<String> prefix, Map<String, String> environment) {
+      return new Options(jvmArgs, jmx, jfr, serveArgs, List.copyOf(prefix), Map.copyOf(environment));
     }
   }
 
@@ -87,7 +102,8 @@ public final class RouterProcess implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    List<String> command = new ArrayList<>(List.of(env.java().toString()));
+    List<String> command = new ArrayList<>(options.commandPrefix());
+    command.add(env.java().toString());
     command.addAll(options.jvmArgs());
     int jmxPort = -1;
     if (options.jmx()) {
@@ -104,7 +120,9 @@ public final class RouterProcess implements AutoCloseable {
     long t0 = System.nanoTime();
     Process process;
     try {
-      process = new ProcessBuilder(command).redirectErrorStream(true).start();
+      ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+      builder.environment().putAll(options.environment());
+      process = builder.start();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start the router: " + e.getMessage(), e);
     }

@@ -13,9 +13,10 @@ import java.util.stream.Collectors;
 /**
  * R8–R12: what production does to a cluster, one fault per phase, each on processes of its own that it stops before
  * the next phase starts (a phase's replicas would otherwise load the next one's machine): {@code kill} (R8, a replica
- * SIGKILLed behind haproxy), {@code freeze} (R10, a replica SIGSTOPped), {@code full-disk} (R11, the journal's disk
- * full) and {@code readiness} (R12, {@code /ready} and {@code /health} under 1,000 streams while a sibling replica's
- * JVM starts). A new fault is one more {@link Phase} in {@link #PHASES}: the partition (R9) goes there. The system property
+ * SIGKILLed behind haproxy), {@code partition} (R9, two replicas cut apart in network namespaces; root, {@code ip}
+ * and {@code nft}, else skipped saying so), {@code freeze} (R10, a replica SIGSTOPped), {@code full-disk} (R11, the
+ * journal's disk full) and {@code readiness} (R12, {@code /ready} and {@code /health} under 1,000 streams while a
+ * sibling replica's JVM starts). A new fault is one more {@link Phase} in {@link #PHASES}. The system property
  * {@value #PHASES_PROPERTY} (comma-separated phase names) runs some of them only.
  */
 public final class ChaosScenario implements Scenario {
@@ -30,8 +31,9 @@ public final class ChaosScenario implements Scenario {
     void run(BenchEnv env, Scope scope) throws Exception;
   }
 
-  /** The phases, in the order they run, by target. R9 (partition): its phase goes between kill and freeze. */
-  static final List<Phase> PHASES = List.of(new ChaosKillPhase(), new ChaosFreezePhase(), new ChaosFullDiskPhase(), new ChaosReadinessPhase());
+  /** The phases, in the order they run, by target. */
+  static final List<Phase> PHASES = List.of(new ChaosKillPhase(), new ChaosPartitionPhase(), new ChaosFreezePhase(), new ChaosFullDiskPhase(),
+      new ChaosReadinessPhase());
 
   /** What one phase started, closed in reverse order when the phase ends, whatever happens. */
   static final class Scope implements AutoCloseable {
@@ -61,7 +63,7 @@ public final class ChaosScenario implements Scenario {
 
   @Override
   public String summary() {
-    return "R8–R12: faults production brings (kill -9 behind haproxy, a frozen replica, a full disk, readiness under load), one phase each";
+    return "R8–R12: faults production brings (kill -9 behind haproxy, a partition, a frozen replica, a full disk, readiness under load), one phase each";
   }
 
   @Override

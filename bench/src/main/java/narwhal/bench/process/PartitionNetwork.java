@@ -1,4 +1,4 @@
-package narwhal.launcher;
+package narwhal.bench.process;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -14,28 +14,31 @@ import java.util.concurrent.TimeUnit;
  * partition is an nftables table in each namespace that drops every packet to the other side's cluster address, so the
  * engines and the test still reach both sides; healing deletes the tables. Everything lives in the two namespaces,
  * which {@link #close} deletes (with their veths and rules), so nothing is left on the host even when a test fails.
- * Needs root, {@code ip} (iproute2) and {@code nft} (nftables); without them {@link #create} fails saying so.
+ * Needs root, {@code ip} (iproute2) and {@code nft} (nftables); without them {@link #create} throws {@link Unavailable} saying so.
  *
  * <p>Addresses, in a random {@code 10.X.Y.0/24} per instance: uplink A {@code .1} (test side) / {@code .2}, uplink B
  * {@code .5} / {@code .6}, cluster link A {@code .9}, B {@code .10}. Engines listen on every address of the test's
  * namespace and both sides reach them at {@link #engineHost()} (side B through its uplink's gateway).
+ *
+ * <p>Used by {@code PartitionTest} (launcher's tests) and by {@code bench chaos}'s {@code partition} phase (R9); it lives
+ * in the bench module, which the production jar never carries.
  */
-final class PartitionNetwork implements AutoCloseable {
+public final class PartitionNetwork implements AutoCloseable {
   private static final String TABLE = "narwhal_partition";
   private static final String CUT_TABLE = "narwhal_cut";
 
   /** One side: its namespace, the address the test reaches it at, its cluster address. */
-  record Side(String namespace, String host, String clusterHost) {
+  public record Side(String namespace, String host, String clusterHost) {
     /** The command prefix that runs a program in this side's namespace. */
-    List<String> exec() {
+    public List<String> exec() {
       return List.of("ip", "netns", "exec", namespace);
     }
   }
 
   private final String id;
   private final String prefix;
-  final Side a;
-  final Side b;
+  public final Side a;
+  public final Side b;
   private final List<String> created = new ArrayList<>();
 
   private PartitionNetwork(String id, String prefix) {
@@ -45,20 +48,33 @@ final class PartitionNetwork implements AutoCloseable {
     this.b = new Side("narwhal-" + id + "-b", prefix + ".6", prefix + ".10");
   }
 
-  /** Creates both namespaces and their links; fails with what is missing when the machine cannot. */
-  static PartitionNetwork create() throws IOException, InterruptedException {
+  /** Why a partition cannot be made here (no root, no {@code ip}, no {@code nft}, namespaces refused): {@link #create} throws it. */
+  public static final class Unavailable extends IllegalStateException {
+    Unavailable(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /**
+   * Creates both namespaces and their links; throws {@link Unavailable} saying what is missing when the machine cannot
+   * (not root, no {@code ip} or {@code nft}, namespaces or veths refused), having removed whatever it had made.
+   */
+  public static PartitionNetwork create() throws IOException, InterruptedException {
+    String needs = "a partition needs root, `ip` (iproute2) and `nft` (nftables; apt-get install -y nftables iproute2, as .ci/run does)";
+    Result uid = runQuietly(List.of("id", "-u"));
+    if (uid.exit == 0 && !uid.output.equals("0")) throw new Unavailable(needs + ": this runs as uid " + uid.output, null);
     for (List<String> check : List.of(List.of("ip", "-V"), List.of("nft", "--version"))) {
       Result r = runQuietly(check);
-      if (r.exit != 0) {
-        throw new IllegalStateException("the partition test needs root, `ip` (iproute2) and `nft` (nftables; apt-get install -y "
-            + "nftables, as .ci/run does): `" + String.join(" ", check) + "` failed: " + r.output);
-      }
+      if (r.exit != 0) throw new Unavailable(needs + ": `" + String.join(" ", check) + "` failed: " + r.output, null);
     }
     ThreadLocalRandom random = ThreadLocalRandom.current();
     String id = Integer.toHexString(0x1000 + random.nextInt(0xF000));
     PartitionNetwork net = new PartitionNetwork(id, "10." + (200 + random.nextInt(50)) + "." + random.nextInt(256));
     try {
       net.build();
+    } catch (IllegalStateException e) {
+      net.close();
+      throw new Unavailable(needs + ": " + e.getMessage(), e);
     } catch (IOException | InterruptedException | RuntimeException e) {
       net.close();
       throw e;
@@ -95,27 +111,27 @@ final class PartitionNetwork implements AutoCloseable {
   }
 
   /** Where both sides reach the engines (which listen on every address of the test's namespace). */
-  String engineHost() {
+  public String engineHost() {
     return prefix + ".1";
   }
 
   /** Cuts the cluster link: from now on every packet either side sends to the other side's cluster address is dropped. */
-  void partition() throws IOException, InterruptedException {
+  public void partition() throws IOException, InterruptedException {
     drop(a, TABLE, "ip daddr " + b.clusterHost + " drop");
     drop(b, TABLE, "ip daddr " + a.clusterHost + " drop");
   }
 
   /** Heals the partition: the drop rules go, the sides reach each other again. */
-  void heal() throws IOException, InterruptedException {
+  public void heal() throws IOException, InterruptedException {
     for (Side side : List.of(a, b)) run("ip", "netns", "exec", side.namespace, "nft", "delete", "table", "inet", TABLE);
   }
 
   /** Makes one engine port unreachable from {@code side} only (connections refused), as a broken route to one engine is. */
-  void cutEngine(Side side, int port) throws IOException, InterruptedException {
+  public void cutEngine(Side side, int port) throws IOException, InterruptedException {
     drop(side, CUT_TABLE, "ip daddr " + engineHost() + " tcp dport " + port + " reject with tcp reset");
   }
 
-  void restoreEngine(Side side) throws IOException, InterruptedException {
+  public void restoreEngine(Side side) throws IOException, InterruptedException {
     run("ip", "netns", "exec", side.namespace, "nft", "delete", "table", "inet", CUT_TABLE);
   }
 
