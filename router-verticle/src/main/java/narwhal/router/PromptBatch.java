@@ -1,5 +1,7 @@
 package narwhal.router;
 
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.engines.client.DecodeCall;
@@ -8,6 +10,7 @@ import narwhal.router.telemetry.RequestTrace;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CancellationException;
 import java.util.function.Function;
 
 /**
@@ -16,7 +19,9 @@ import java.util.function.Function;
  * each prompt runs its own prefill → decode as a part, a {@link RequestLifecycle} of its own (reservations, context
  * check, attempts and retries, journal row {@code <rid>-<i>}) under the request's deadline and its one admission. The
  * client gets one answer: choices indexed by prompt and usage summed, assembled or streamed with the parts' chunks
- * interleaved. The first part that fails ends the request with its error; the others are abandoned.
+ * interleaved. The first part that fails ends the request with its error; the others are abandoned. No part sends a
+ * leg before every prompt is known to fit the context: vLLM refuses such a batch whole before any work, and a part
+ * abandoned after its prefill would leave its KV blocks to the producer's lease.
  */
 final class PromptBatch {
   private final RouterContext ctx;
@@ -29,6 +34,9 @@ final class PromptBatch {
   private final JsonObject[] usages;
   private final String answerId;
   private SseRelay relay;
+  /** Completes when every part's prompt fits the context; fails when the batch ended before. */
+  private final Promise<Void> allFit = Promise.promise();
+  private int fittedParts;
   private int completedParts;
   private int finishedParts;
   private boolean ended;
@@ -60,10 +68,21 @@ final class PromptBatch {
       ClientSink sink = relay != null ? relay.part(i, end -> streamed(index, end), error -> failed(index, error))
           : new JsonAssembler(request.response(), false, answerId, request.model(), null, created,
               new JsonAssembler.Outcome(answer -> answered(index, answer), error -> failed(index, error)));
-      parts.add(new RequestLifecycle(ctx, part, sink, this::partFinished, RequestTrace.OFF));
+      RequestLifecycle lifecycle = new RequestLifecycle(ctx, part, sink, this::partFinished, RequestTrace.OFF);
+      lifecycle.gateAfterFit(this::fitted);
+      parts.add(lifecycle);
     }
-    request.response().closeHandler(v -> List.copyOf(parts).forEach(RequestLifecycle::cancelled));
+    request.response().closeHandler(v -> {
+      List.copyOf(parts).forEach(RequestLifecycle::cancelled);
+      allFit.tryFail(new CancellationException("the client went away"));
+    });
     List.copyOf(parts).forEach(RequestLifecycle::startPart);
+  }
+
+  /** A part's prompt fits: its legs wait for the other prompts' verdicts. */
+  private Future<Void> fitted() {
+    if (++fittedParts == parts.size()) allFit.tryComplete();
+    return allFit.future();
   }
 
   private void answered(int index, JsonObject answer) {
@@ -95,6 +114,8 @@ final class PromptBatch {
     for (int i = 0; i < parts.size(); i++) {
       if (i != index) parts.get(i).abandon();
     }
+    // after the parts ended: a part waiting for the others' verdicts then finds itself done
+    allFit.tryFail(new CancellationException("another prompt of the batch failed"));
   }
 
   private void partFinished() {

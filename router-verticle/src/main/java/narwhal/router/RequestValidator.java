@@ -116,11 +116,19 @@ final class RequestValidator {
     return items.stream().allMatch(i -> i instanceof String || i instanceof JsonArray) ? items.size() : 1;
   }
 
+  /**
+   * A prompt the router serves: a string, a list of token ids, or a batch (a list of strings and token-id lists,
+   * {@link #batch}). A batch's prompts must each be non-empty, as a lone prompt must: a batch is refused whole, before
+   * any leg, rather than one of its prompts failing after the others' prefills (their KV would stay to the lease).
+   */
   private static boolean validPrompt(Object prompt) {
     if (prompt instanceof String s) return !s.isEmpty();
     if (!(prompt instanceof JsonArray items) || items.isEmpty()) return false;
+    boolean batch = items.stream().allMatch(i -> i instanceof String || i instanceof JsonArray);
     for (Object item : items) {
-      if (!(item instanceof String) && LaxNumbers.integer(item) == null && !(item instanceof JsonArray)) return false;
+      if (batch && item instanceof String s && s.isEmpty()) return false;
+      if (item instanceof JsonArray ids && (ids.isEmpty() || !ids.stream().allMatch(t -> LaxNumbers.integer(t) != null))) return false;
+      if (!batch && !(item instanceof String) && LaxNumbers.integer(item) == null && !(item instanceof JsonArray)) return false;
     }
     return true;
   }
