@@ -40,6 +40,13 @@ class HttpEdgeTest {
     RouterHarness.Reply models = h.request(HttpMethod.POST, "/v1/models", null, Map.of());
     assertEquals(405, models.status());
     assertEquals("GET", models.header("allow"));
+    for (String[] known : new String[][] {{"POST", "/v1/responses/resp_abc", "GET"}, {"DELETE", "/v1/responses/resp_abc", "GET"},
+        {"GET", "/v1/responses/resp_abc/cancel", "POST"}, {"GET", "/v1/completions/", "POST"}, {"POST", "/health/", "GET"}}) {
+      RouterHarness.Reply reply = h.request(HttpMethod.valueOf(known[0]), known[1], null, Map.of());
+      assertEquals(405, reply.status(), known[0] + " " + known[1] + ": " + reply.body());
+      assertEquals(known[2], reply.header("allow"), known[0] + " " + known[1]);
+    }
+    assertEquals(404, h.request(HttpMethod.GET, "/v1/responses/a/b", null, Map.of()).status());
     RouterHarness.Reply unknown = h.request(HttpMethod.GET, "/v2/nothing", null, Map.of());
     assertEquals(404, unknown.status());
     assertNull(unknown.header("allow"));
