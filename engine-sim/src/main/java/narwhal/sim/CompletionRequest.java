@@ -123,6 +123,10 @@ final class CompletionRequest {
       throw ApiError.badRequest("max_tokens must be at least 1, got " + requested + ".", limitKey);
     }
     ContextLength.check(options.getMaxModelLen(), limitKey, requested, promptTokens, tokenPrompt(body));
+    if (limit == null && chat && options.getMaxModelLen() - promptTokens < 1) {
+      // vLLM derives the limit the context leaves (get_max_tokens): 0 here, which its sampling check refuses
+      throw ApiError.badRequest("max_tokens must be at least 1, got 0.", "max_tokens");
+    }
     this.maxTokens = limit == null && chat ? Math.min(16, options.getMaxModelLen() - promptTokens) : (int) requested;
     this.minTokens = integer(body, "min_tokens", 0L);
     if (minTokens < 0) {

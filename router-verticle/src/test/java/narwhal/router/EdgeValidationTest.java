@@ -152,6 +152,7 @@ class EdgeValidationTest {
     RouterHarness.Reply filled = h.post("/v1/chat/completions", full);
     assertEquals(400, filled.status(), filled.body());
     assertEquals("max_tokens must be at least 1, got 0.", filled.error().getString("message"), "no room left for any output");
+    assertEquals(h.direct(h.engine("D0"), "/v1/chat/completions", full).json(), filled.json(), "as the engine answers it");
     JsonObject fits = tooLong.copy().put("messages", new JsonArray()
         .add(new JsonObject().put("role", "user").put("content", RouterHarness.words(4094))));
     assertEquals(200, h.post("/v1/chat/completions", fits).status());
