@@ -42,7 +42,9 @@ final class RequestValidator {
     for (String field : new String[] {"max_tokens", "max_completion_tokens"}) {
       Object v = body.getValue(field);
       Long limit = LaxNumbers.integer(v);
-      if (v != null && !(limit != null && limit >= 1)) return invalid(field, "an integer >= 1");
+      if (v != null && limit == null) return invalid(field, "an integer >= 1");
+      // vLLM's sampling check of the limit, in its words
+      if (limit != null && limit < 1) return Optional.of(EdgeError.invalid("max_tokens must be at least 1, got " + limit + ".", field));
     }
     for (String field : new String[] {"n", "best_of"}) {
       Object v = body.getValue(field);
