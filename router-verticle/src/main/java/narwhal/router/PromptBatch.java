@@ -62,7 +62,7 @@ final class PromptBatch {
     long created = request.arrived().getEpochSecond();
     for (int i = 0; i < prompts.size(); i++) {
       int index = i;
-      JsonObject body = request.body().copy().put("prompt", prompts.getValue(i));
+      JsonObject body = request.body().copy().put("prompt", partPrompt(prompts.getValue(i)));
       InferenceRequest part = new InferenceRequest(request.rid() + "-" + i, request.clientRid(), request.endpoint(), false, body,
           request.stream(), request.response(), request.arrived(), request.arrivedNanos(), affinity.apply(body), request.model());
       ClientSink sink = relay != null ? relay.part(i, end -> streamed(index, end), error -> failed(index, error))
@@ -77,6 +77,18 @@ final class PromptBatch {
       allFit.tryFail(new CancellationException("the client went away"));
     });
     List.copyOf(parts).forEach(RequestLifecycle::startPart);
+  }
+
+  /**
+   * One prompt of the batch as its part's own {@code prompt}: a token-id list with its ids as integers. vLLM reads
+   * {@code [["5", "6"]]} as one prompt of token ids 5 and 6 (pydantic's lax integers), but {@code ["5", "6"]} alone as
+   * two text prompts, a batch again.
+   */
+  private static Object partPrompt(Object prompt) {
+    if (!(prompt instanceof JsonArray ids)) return prompt;
+    JsonArray out = new JsonArray();
+    for (Object id : ids) out.add(LaxNumbers.integer(id));
+    return out;
   }
 
   /** A part's prompt fits: its legs wait for the other prompts' verdicts. */

@@ -162,6 +162,25 @@ class BatchedPromptsTest {
     }
   }
 
+  /**
+   * Token ids given as numeric strings or integral floats are ids (pydantic's lax integers): each prompt is sent to its
+   * legs as integers, since a lone {@code ["11", "12"]} would be two text prompts to vLLM, a batched prefill again.
+   */
+  @Test
+  void laxTokenIdsInABatchStayTokenIds() {
+    JsonObject body = batch(false).put("prompt", new JsonArray().add(new JsonArray().add("11").add("12").add(13.0))
+        .add(new JsonArray().add(14).add("15")));
+    RouterHarness.Reply reply = h.post("/v1/completions", body);
+    assertEquals(200, reply.status(), reply.body());
+    JsonArray choices = reply.json().getJsonArray("choices");
+    List<JsonArray> asInts = List.of(new JsonArray().add(11).add(12).add(13), new JsonArray().add(14).add(15));
+    for (int i = 0; i < 2; i++) {
+      JsonObject own = alone(body.copy().put("prompt", new JsonArray().add(asInts.get(0)).add(asInts.get(1))), i);
+      assertEquals(own.getJsonArray("choices").getJsonObject(0).copy().put("index", i), choices.getJsonObject(i), "prompt " + i);
+    }
+    assertEquals(5, reply.json().getJsonObject("usage").getInteger("prompt_tokens"));
+  }
+
   /** A batch with an empty prompt is refused at the edge, as a lone empty prompt is: no prompt of it runs a leg. */
   @Test
   void aBatchWithAnEmptyOrMixedPromptIsRefusedBeforeAnyLeg() {
