@@ -123,6 +123,10 @@ final class CompletionRequest {
       throw ApiError.badRequest("max_tokens must be at least 1, got " + requested + ".", limitKey);
     }
     ContextLength.check(options.getMaxModelLen(), limitKey, requested, promptTokens, tokenPrompt(body));
+    if (limit == null && chat && options.getMaxModelLen() - promptTokens < 1) {
+      // vLLM derives the limit the context leaves (get_max_tokens): 0 here, which its sampling check refuses
+      throw ApiError.badRequest("max_tokens must be at least 1, got 0.", "max_tokens");
+    }
     this.maxTokens = limit == null && chat ? Math.min(16, options.getMaxModelLen() - promptTokens) : (int) requested;
     this.minTokens = integer(body, "min_tokens", 0L);
     if (minTokens < 0) {
@@ -364,12 +368,18 @@ final class CompletionRequest {
     if (v == null) {
       return def;
     }
+    if (v instanceof Boolean) {
+      return ((Boolean) v) ? 1.0 : 0.0;
+    }
     if (v instanceof String) {
-      try {
-        return Double.parseDouble(((String) v).strip());
-      } catch (NumberFormatException e) {
+      // Python's float(): decimal or exponent form, underscores between digits, inf/infinity/nan
+      String text = ((String) v).strip().toLowerCase(java.util.Locale.ROOT);
+      if (!LAX_FLOAT.matcher(text).matches()) {
         throw ApiError.badRequest(key + " must be a number", key);
       }
+      String plain = text.replace("_", "");
+      return plain.endsWith("nan") ? Double.NaN : plain.endsWith("inf") || plain.endsWith("infinity")
+        ? (plain.startsWith("-") ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY) : Double.parseDouble(plain);
     }
     if (!(v instanceof Number)) {
       throw ApiError.badRequest(key + " must be a number", key);
@@ -389,17 +399,38 @@ final class CompletionRequest {
     return coerced;
   }
 
-  /** Pydantic's lax integer: an integer, an integral float ({@code 8.0}) or a decimal string ({@code "8"}); else null. */
+  /** Python's {@code float()} string (lower-cased): decimal or exponent form, underscores between digits, inf/nan. */
+  private static final java.util.regex.Pattern LAX_FLOAT = java.util.regex.Pattern.compile(
+    "[+-]?(?:(?:\\d+(?:_\\d+)*)?\\.?\\d+(?:_\\d+)*|\\d+(?:_\\d+)*\\.)(?:e[+-]?\\d+(?:_\\d+)*)?|[+-]?(?:inf|infinity|nan)");
+  /** Pydantic's integer string: digits (underscores between them), an optional sign, a fraction of zeros only. */
+  private static final java.util.regex.Pattern LAX_INTEGER = java.util.regex.Pattern.compile("([+-]?)(\\d{1,18}(?:_\\d+)*)(?:\\.0+)?");
+
+  /**
+   * Pydantic's lax integer: an integer, a boolean ({@code true} is 1), an integral float ({@code 8.0}) or a decimal
+   * string ({@code "8"}, {@code "8.0"}, {@code "1_000"}); else null.
+   */
   static Long laxInteger(Object v) {
     if (v instanceof Integer || v instanceof Long) {
       return ((Number) v).longValue();
+    }
+    if (v instanceof Boolean) {
+      return ((Boolean) v) ? 1L : 0L;
     }
     if (v instanceof Double || v instanceof Float) {
       double d = ((Number) v).doubleValue();
       return d == Math.rint(d) && Math.abs(d) < 9.0e15 ? (long) d : null;
     }
-    if (v instanceof String && ((String) v).strip().matches("[+-]?\\d{1,18}")) {
-      return Long.parseLong(((String) v).strip().replace("+", ""));
+    if (v instanceof String) {
+      java.util.regex.Matcher m = LAX_INTEGER.matcher(((String) v).strip());
+      if (!m.matches()) {
+        return null;
+      }
+      String digits = m.group(2).replace("_", "");
+      if (digits.length() > 18) {
+        return null;
+      }
+      long n = Long.parseLong(digits);
+      return m.group(1).equals("-") ? -n : n;
     }
     return null;
   }

@@ -73,6 +73,21 @@ class TokenizeAndContextTest {
       + "requested output tokens. (parameter=input_tokens, value=3)", ids.getString("message"));
   }
 
+  /** A chat without an output limit gets what the context leaves: none when the prompt fills it, which vLLM refuses. */
+  @Test
+  void aChatPromptFillingTheContextWithoutALimitIsRefusedAsVllmDoes() {
+    // the template renders "user: <words>", one token more than the words
+    JsonObject full = new JsonObject().put("messages", new JsonArray().add(new JsonObject().put("role", "user")
+      .put("content", "a b c d e f g h i j k l m n o")));
+    SimClient.Reply refused = http.post(engine, "/v1/chat/completions", full);
+    assertEquals(400, refused.status, refused.text);
+    assertEquals("max_tokens must be at least 1, got 0.", refused.json().getJsonObject("error").getString("message"));
+    assertEquals("max_tokens", refused.json().getJsonObject("error").getString("param"));
+    JsonObject fits = new JsonObject().put("messages", new JsonArray().add(new JsonObject().put("role", "user")
+      .put("content", "a b c d e f g h i j k l m n")));
+    assertEquals(200, http.post(engine, "/v1/chat/completions", fits).status);
+  }
+
   @Test
   void numericStringsAndIntegralFloatsAreIntegers() {
     assertEquals(200, http.post(engine, "/v1/completions", SimClient.completion("a b").put("max_tokens", "3")).status);

@@ -9,7 +9,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The client keys ({@code server.api_key_env}, {@link Access}) in front of the serving endpoints: with keys
- * configured, a request needs {@code Authorization: Bearer <key>}, else 401, journalled as {@code rejected}. The keys
+ * configured, a request needs {@code Authorization: Bearer <key>}, else 401, journalled as {@code rejected}; an
+ * {@code OPTIONS} request is let through, as vLLM lets it (its 405, or CORS's preflight answer). The keys
  * are read per request, so a reloaded fleet file's keys apply at once.
  */
 final class ClientKeyGuard implements Handler<RoutingContext> {
@@ -23,6 +24,12 @@ final class ClientKeyGuard implements Handler<RoutingContext> {
 
   @Override
   public void handle(RoutingContext rc) {
+    if (rc.request().method() == HttpMethod.OPTIONS) {
+      // as vLLM's AuthenticationMiddleware: OPTIONS is never asked for a key (a browser's preflight carries none,
+      // and no route serves OPTIONS: it gets its 405)
+      rc.next();
+      return;
+    }
     String authorization = rc.request().getHeader("authorization");
     if (access.get().clients().admits(authorization)) {
       rc.next();

@@ -57,7 +57,7 @@ final class EdgeFailures {
    */
   static void unrouted(RoutingContext rc) {
     String path = rc.request().path();
-    String allowed = ALLOWED_METHODS.get(path);
+    String allowed = allowedMethods(path);
     if (allowed != null) {
       rc.response().putHeader("allow", allowed);
       EdgeError.methodNotAllowed(rc.request().method().name(), path, allowed).send(rc.response());
@@ -66,6 +66,23 @@ final class EdgeFailures {
     new EdgeError(404, "invalid_request_error", "no route for " + rc.request().method() + " " + path, null, null, "not_found", false)
         .send(rc.response());
   }
+
+  /**
+   * The methods a known path answers, or null for an unknown path: the fixed paths (with or without a trailing slash,
+   * which Vert.x's router takes as the same route), and vLLM's {@code /v1/responses/{response_id}} (GET) and
+   * {@code /v1/responses/{response_id}/cancel} (POST).
+   */
+  static String allowedMethods(String path) {
+    String p = path.length() > 1 && path.endsWith("/") ? path.substring(0, path.length() - 1) : path;
+    String fixed = ALLOWED_METHODS.get(p);
+    if (fixed != null || !p.startsWith(STORED_RESPONSES)) return fixed;
+    String[] rest = p.substring(STORED_RESPONSES.length()).split("/", -1);
+    if (rest.length == 1 && !rest[0].isEmpty()) return "GET";
+    if (rest.length == 2 && !rest[0].isEmpty() && rest[1].equals("cancel")) return "POST";
+    return null;
+  }
+
+  private static final String STORED_RESPONSES = "/v1/responses/";
 
   /** A routing failure: a body over the limit is a 413 refusal; CORS, {@code Expect} and other 4xx map to their errors; the rest is a 500. */
   void failure(RoutingContext rc) {

@@ -1,5 +1,7 @@
 package narwhal.router;
 
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import narwhal.engines.client.DecodeCall;
@@ -8,6 +10,7 @@ import narwhal.router.telemetry.RequestTrace;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CancellationException;
 import java.util.function.Function;
 
 /**
@@ -16,7 +19,9 @@ import java.util.function.Function;
  * each prompt runs its own prefill → decode as a part, a {@link RequestLifecycle} of its own (reservations, context
  * check, attempts and retries, journal row {@code <rid>-<i>}) under the request's deadline and its one admission. The
  * client gets one answer: choices indexed by prompt and usage summed, assembled or streamed with the parts' chunks
- * interleaved. The first part that fails ends the request with its error; the others are abandoned.
+ * interleaved. The first part that fails ends the request with its error; the others are abandoned. No part sends a
+ * leg before every prompt is known to fit the context: vLLM refuses such a batch whole before any work, and a part
+ * abandoned after its prefill would leave its KV blocks to the producer's lease.
  */
 final class PromptBatch {
   private final RouterContext ctx;
@@ -29,6 +34,9 @@ final class PromptBatch {
   private final JsonObject[] usages;
   private final String answerId;
   private SseRelay relay;
+  /** Completes when every part's prompt fits the context; fails when the batch ended before. */
+  private final Promise<Void> allFit = Promise.promise();
+  private int fittedParts;
   private int completedParts;
   private int finishedParts;
   private boolean ended;
@@ -54,16 +62,39 @@ final class PromptBatch {
     long created = request.arrived().getEpochSecond();
     for (int i = 0; i < prompts.size(); i++) {
       int index = i;
-      JsonObject body = request.body().copy().put("prompt", prompts.getValue(i));
+      JsonObject body = request.body().copy().put("prompt", partPrompt(prompts.getValue(i)));
       InferenceRequest part = new InferenceRequest(request.rid() + "-" + i, request.clientRid(), request.endpoint(), false, body,
           request.stream(), request.response(), request.arrived(), request.arrivedNanos(), affinity.apply(body), request.model());
       ClientSink sink = relay != null ? relay.part(i, end -> streamed(index, end), error -> failed(index, error))
           : new JsonAssembler(request.response(), false, answerId, request.model(), null, created,
               new JsonAssembler.Outcome(answer -> answered(index, answer), error -> failed(index, error)));
-      parts.add(new RequestLifecycle(ctx, part, sink, this::partFinished, RequestTrace.OFF));
+      RequestLifecycle lifecycle = new RequestLifecycle(ctx, part, sink, this::partFinished, RequestTrace.OFF);
+      lifecycle.gateAfterFit(this::fitted);
+      parts.add(lifecycle);
     }
-    request.response().closeHandler(v -> List.copyOf(parts).forEach(RequestLifecycle::cancelled));
+    request.response().closeHandler(v -> {
+      List.copyOf(parts).forEach(RequestLifecycle::cancelled);
+      allFit.tryFail(new CancellationException("the client went away"));
+    });
     List.copyOf(parts).forEach(RequestLifecycle::startPart);
+  }
+
+  /**
+   * One prompt of the batch as its part's own {@code prompt}: a token-id list with its ids as integers. vLLM reads
+   * {@code [["5", "6"]]} as one prompt of token ids 5 and 6 (pydantic's lax integers), but {@code ["5", "6"]} alone as
+   * two text prompts, a batch again.
+   */
+  private static Object partPrompt(Object prompt) {
+    if (!(prompt instanceof JsonArray ids)) return prompt;
+    JsonArray out = new JsonArray();
+    for (Object id : ids) out.add(LaxNumbers.integer(id));
+    return out;
+  }
+
+  /** A part's prompt fits: its legs wait for the other prompts' verdicts. */
+  private Future<Void> fitted() {
+    if (++fittedParts == parts.size()) allFit.tryComplete();
+    return allFit.future();
   }
 
   private void answered(int index, JsonObject answer) {
@@ -95,6 +126,8 @@ final class PromptBatch {
     for (int i = 0; i < parts.size(); i++) {
       if (i != index) parts.get(i).abandon();
     }
+    // after the parts ended: a part waiting for the others' verdicts then finds itself done
+    allFit.tryFail(new CancellationException("another prompt of the batch failed"));
   }
 
   private void partFinished() {

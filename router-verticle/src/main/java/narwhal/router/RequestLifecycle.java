@@ -81,6 +81,12 @@ final class RequestLifecycle implements Admission.Cuttable {
   private JsonObject usage;
   /** Whether attempts try a local leg first (placement.local_prefill_max_tokens, as configured at arrival). */
   private final boolean localFirst;
+  /**
+   * A batch's part: where it waits, once its prompt is known to fit, until every prompt of the batch is known to
+   * ({@link PromptBatch}), so no prefill runs for a batch vLLM would refuse whole; null once passed, and for a request
+   * of one prompt.
+   */
+  private java.util.function.Supplier<Future<Void>> fitGate;
 
   /** A retry found no credit left when its first leg was about to dispatch (another request spent it meanwhile). */
   private static final class RetryDenied extends RuntimeException {
@@ -168,6 +174,14 @@ final class RequestLifecycle implements Admission.Cuttable {
       if (done) return;
       if (refusal.isPresent()) refuse(refusal.get()); else runAttempt();
     });
+  }
+
+  /**
+   * Makes this part of a batch wait, after its context check passed and before its first leg, for {@code gate}: it
+   * completes once every prompt of the batch fits, and fails when the batch ended first (a prompt was refused).
+   */
+  void gateAfterFit(java.util.function.Supplier<Future<Void>> gate) {
+    this.fitGate = gate;
   }
 
   /** Ends a batch's part because another prompt of the batch failed: the client already has that failure. */
@@ -312,7 +326,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     fitChecked = true;
     long boundMs = Math.max(1, Math.min(cfg.serving().prefillTimeoutMs(), remainingMs()));
     return ContextFit.check(ctx, request, producer, boundMs, cancelLegs.future()).compose(refusal -> {
-      if (refusal.isEmpty()) return Future.succeededFuture();
+      if (refusal.isEmpty()) return passGate();
       release(producer);
       return Future.failedFuture(new Refused(refusal.get()));
     }, err -> {
@@ -324,6 +338,14 @@ final class RequestLifecycle implements Admission.Cuttable {
       }
       return Future.failedFuture(err);
     });
+  }
+
+  /** A batch's part waits for the batch's other prompts to fit ({@link #gateAfterFit}); at once for anything else. */
+  private Future<Void> passGate() {
+    java.util.function.Supplier<Future<Void>> gate = fitGate;
+    if (gate == null) return Future.succeededFuture();
+    fitGate = null;
+    return gate.get().compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
   }
 
   private Future<PrefillResult> prefill(Attempt a, Reservation producer) {

@@ -42,7 +42,9 @@ final class RequestValidator {
     for (String field : new String[] {"max_tokens", "max_completion_tokens"}) {
       Object v = body.getValue(field);
       Long limit = LaxNumbers.integer(v);
-      if (v != null && !(limit != null && limit >= 1)) return invalid(field, "an integer >= 1");
+      if (v != null && limit == null) return invalid(field, "an integer >= 1");
+      // vLLM's sampling check of the limit, in its words
+      if (limit != null && limit < 1) return Optional.of(EdgeError.invalid("max_tokens must be at least 1, got " + limit + ".", field));
     }
     for (String field : new String[] {"n", "best_of"}) {
       Object v = body.getValue(field);
@@ -116,11 +118,19 @@ final class RequestValidator {
     return items.stream().allMatch(i -> i instanceof String || i instanceof JsonArray) ? items.size() : 1;
   }
 
+  /**
+   * A prompt the router serves: a string, a list of token ids, or a batch (a list of strings and token-id lists,
+   * {@link #batch}). A batch's prompts must each be non-empty, as a lone prompt must: a batch is refused whole, before
+   * any leg, rather than one of its prompts failing after the others' prefills (their KV would stay to the lease).
+   */
   private static boolean validPrompt(Object prompt) {
     if (prompt instanceof String s) return !s.isEmpty();
     if (!(prompt instanceof JsonArray items) || items.isEmpty()) return false;
+    boolean batch = items.stream().allMatch(i -> i instanceof String || i instanceof JsonArray);
     for (Object item : items) {
-      if (!(item instanceof String) && LaxNumbers.integer(item) == null && !(item instanceof JsonArray)) return false;
+      if (batch && item instanceof String s && s.isEmpty()) return false;
+      if (item instanceof JsonArray ids && (ids.isEmpty() || !ids.stream().allMatch(t -> LaxNumbers.integer(t) != null))) return false;
+      if (!batch && !(item instanceof String) && LaxNumbers.integer(item) == null && !(item instanceof JsonArray)) return false;
     }
     return true;
   }

@@ -97,6 +97,10 @@ class ApiKeyTest {
     assertEquals(401, h.get("/v1/models").status());
     assertEquals(200, h.get("/v1/models", Map.of("authorization", "Bearer " + KEY_B)).status());
     assertEquals(401, h.post("/v1/chat/completions", Buffer.buffer("{}"), Map.of()).status(), "refused before the body is read");
+    // vLLM's key check lets OPTIONS through: not a preflight (no Origin), it is the path's 405
+    RouterHarness.Reply options = h.request(io.vertx.core.http.HttpMethod.OPTIONS, "/v1/completions", null, Map.of());
+    assertEquals(405, options.status(), options.body());
+    assertEquals("POST", options.header("allow"));
   }
 
   @Test

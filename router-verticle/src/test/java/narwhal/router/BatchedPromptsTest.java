@@ -126,6 +126,76 @@ class BatchedPromptsTest {
     assertEquals(0, h.reservations());
   }
 
+  /**
+   * vLLM checks every prompt of a batch before any work and refuses the batch whole. A prompt that needs the
+   * producer's {@code /tokenize} (text too long for the size bound) must not let the batch's other prompts prefill
+   * meanwhile: abandoned after their prefill, their KV would stay held until the lease ends. Streamed or not, the
+   * client gets vLLM's 400 as JSON, no prompt of the batch reaches a prefill, and nothing is left held.
+   */
+  @Test
+  void aBatchWithOnePromptOverTheContextIsRefusedWholeBeforeAnyPrefill() throws Exception {
+    String tooLong = RouterHarness.words(4093);
+    JsonObject alone = batch(false).put("max_tokens", 4).put("prompt", tooLong);
+    RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", alone);
+    assertEquals(400, direct.status(), direct.body());
+    for (boolean stream : new boolean[] {false, true}) {
+      int heldBefore = h.engine("P0").stats().getInteger("handoffs_held");
+      int leftBefore = h.get("/narwhal/state").json().getInteger("handoffs_left");
+      JsonObject body = batch(stream).put("max_tokens", 4)
+          .put("prompt", new JsonArray().add("the narwhal swims north").add(TOKENS).add(tooLong).add("copper wind"));
+      RouterHarness.Reply reply = h.post("/v1/completions", body);
+      assertEquals(400, reply.status(), "stream " + stream + ": " + reply.body());
+      assertTrue(reply.contentType().startsWith("application/json"), reply.contentType());
+      assertEquals(direct.json(), reply.json(), "the router answers as the engine would");
+      String rid = reply.requestId();
+      assertTrue(h.engine("P0").requests().stream().noneMatch(r -> String.valueOf(r.getString("request_id")).startsWith(rid)
+          && String.valueOf(r.getString("request_id")).endsWith("-prefill")), "no prefill leg for any prompt of the batch");
+      assertEquals("context_length", h.journalRow(rid + "-2").getString("reason"));
+      for (int i : new int[] {0, 1, 3}) {
+        JsonObject row = h.journalRow(rid + "-" + i);
+        assertEquals("batch_failed", row.getString("reason"), row.encode());
+        assertEquals(0, row.getInteger("handoffs_left"), row.encode());
+      }
+      assertEquals(heldBefore, h.engine("P0").stats().getInteger("handoffs_held"), "no KV held for the batch");
+      assertEquals(leftBefore, h.get("/narwhal/state").json().getInteger("handoffs_left"));
+      assertEquals(0, h.reservations());
+    }
+  }
+
+  /**
+   * Token ids given as numeric strings or integral floats are ids (pydantic's lax integers): each prompt is sent to its
+   * legs as integers, since a lone {@code ["11", "12"]} would be two text prompts to vLLM, a batched prefill again.
+   */
+  @Test
+  void laxTokenIdsInABatchStayTokenIds() {
+    JsonObject body = batch(false).put("prompt", new JsonArray().add(new JsonArray().add("11").add("12").add(13.0))
+        .add(new JsonArray().add(14).add("15")));
+    RouterHarness.Reply reply = h.post("/v1/completions", body);
+    assertEquals(200, reply.status(), reply.body());
+    JsonArray choices = reply.json().getJsonArray("choices");
+    List<JsonArray> asInts = List.of(new JsonArray().add(11).add(12).add(13), new JsonArray().add(14).add(15));
+    for (int i = 0; i < 2; i++) {
+      JsonObject own = alone(body.copy().put("prompt", new JsonArray().add(asInts.get(0)).add(asInts.get(1))), i);
+      assertEquals(own.getJsonArray("choices").getJsonObject(0).copy().put("index", i), choices.getJsonObject(i), "prompt " + i);
+    }
+    assertEquals(5, reply.json().getJsonObject("usage").getInteger("prompt_tokens"));
+  }
+
+  /** A batch with an empty prompt is refused at the edge, as a lone empty prompt is: no prompt of it runs a leg. */
+  @Test
+  void aBatchWithAnEmptyOrMixedPromptIsRefusedBeforeAnyLeg() {
+    for (JsonArray prompts : List.of(new JsonArray().add("a fine prompt").add(""),
+        new JsonArray().add(TOKENS).add(new JsonArray()), new JsonArray().add(new JsonArray().add(5).add("x")).add(TOKENS))) {
+      RouterHarness.Reply reply = h.post("/v1/completions", batch(false).put("prompt", prompts));
+      assertEquals(400, reply.status(), prompts.encode() + ": " + reply.body());
+      assertEquals("prompt", reply.error().getString("param"), reply.body());
+      String rid = reply.requestId();
+      assertTrue(h.engine("P0").requests().stream().noneMatch(r -> String.valueOf(r.getString("request_id")).startsWith(rid)),
+          "no leg for " + prompts.encode());
+    }
+    assertEquals(0, h.reservations());
+  }
+
   @Test
   void severalChoicesStayRefused() {
     RouterHarness.Reply reply = h.post("/v1/completions", batch(false).put("n", 2));

@@ -152,9 +152,27 @@ class EdgeValidationTest {
     RouterHarness.Reply filled = h.post("/v1/chat/completions", full);
     assertEquals(400, filled.status(), filled.body());
     assertEquals("max_tokens must be at least 1, got 0.", filled.error().getString("message"), "no room left for any output");
+    assertEquals(h.direct(h.engine("D0"), "/v1/chat/completions", full).json(), filled.json(), "as the engine answers it");
     JsonObject fits = tooLong.copy().put("messages", new JsonArray()
         .add(new JsonObject().put("role", "user").put("content", RouterHarness.words(4094))));
     assertEquals(200, h.post("/v1/chat/completions", fits).status());
+  }
+
+  /** An output limit below 1 is refused before any leg, in the words vLLM's sampling check uses (`param` the field sent). */
+  @Test
+  void anOutputLimitBelowOneIsRefusedInVllmsWords() {
+    List<String[]> cases = List.of(new String[] {"/v1/completions", "max_tokens", "0"}, new String[] {"/v1/completions", "max_tokens", "-3"},
+        new String[] {"/v1/chat/completions", "max_completion_tokens", "0"});
+    for (String[] c : cases) {
+      JsonObject body = new JsonObject().put("model", RouterHarness.MODEL).put(c[1], Integer.parseInt(c[2]));
+      if (c[0].contains("chat")) body.put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", "hi")));
+      else body.put("prompt", "hi");
+      RouterHarness.Reply direct = h.direct(h.engine("D0"), c[0], body);
+      assertEquals(400, direct.status(), direct.body());
+      RouterHarness.Reply reply = h.post(c[0], body);
+      assertEquals(direct.json(), reply.json(), String.join(" ", c));
+      assertEquals("max_tokens must be at least 1, got " + c[2] + ".", reply.error().getString("message"));
+    }
   }
 
   @Test

@@ -69,6 +69,18 @@ class EngineErrorPassThroughTest {
       assertEquals(200, reply.status(), value + ": " + reply.body());
       assertEquals(expected, reply.json().getJsonArray("choices").getJsonObject(0).getString("text"));
     }
+    // pydantic's lax mode also takes a boolean as 1 (or 1.0), a zero fraction and underscores in a numeric string
+    for (Object value : new Object[] {"8.0", " +8 ", "0_8", "8.000"}) {
+      JsonObject body = eight.copy().put("max_tokens", value).put("n", true).put("temperature", true);
+      RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", body);
+      assertEquals(200, direct.status(), value + " (the engine): " + direct.body());
+      RouterHarness.Reply reply = h.post("/v1/completions", body);
+      assertEquals(200, reply.status(), value + ": " + reply.body());
+      assertEquals(expected, reply.json().getJsonArray("choices").getJsonObject(0).getString("text"), String.valueOf(value));
+    }
+    RouterHarness.Reply one = h.post("/v1/completions", eight.copy().put("max_tokens", true));
+    assertEquals(200, one.status(), one.body());
+    assertEquals(1, one.json().getJsonObject("usage").getInteger("completion_tokens"), one.body());
     RouterHarness.Reply fractional = h.post("/v1/completions", eight.copy().put("max_tokens", 8.5));
     assertEquals(400, fractional.status());
     assertEquals("BadRequestError", fractional.error().getString("type"));

@@ -40,6 +40,13 @@ class HttpEdgeTest {
     RouterHarness.Reply models = h.request(HttpMethod.POST, "/v1/models", null, Map.of());
     assertEquals(405, models.status());
     assertEquals("GET", models.header("allow"));
+    for (String[] known : new String[][] {{"POST", "/v1/responses/resp_abc", "GET"}, {"DELETE", "/v1/responses/resp_abc", "GET"},
+        {"GET", "/v1/responses/resp_abc/cancel", "POST"}, {"GET", "/v1/completions/", "POST"}, {"POST", "/health/", "GET"}}) {
+      RouterHarness.Reply reply = h.request(HttpMethod.valueOf(known[0]), known[1], null, Map.of());
+      assertEquals(405, reply.status(), known[0] + " " + known[1] + ": " + reply.body());
+      assertEquals(known[2], reply.header("allow"), known[0] + " " + known[1]);
+    }
+    assertEquals(404, h.request(HttpMethod.GET, "/v1/responses/a/b", null, Map.of()).status());
     RouterHarness.Reply unknown = h.request(HttpMethod.GET, "/v2/nothing", null, Map.of());
     assertEquals(404, unknown.status());
     assertNull(unknown.header("allow"));
@@ -58,6 +65,53 @@ class HttpEdgeTest {
         .toBuffer(), Map.of("origin", "http://app.example"));
     assertEquals(200, answer.status(), answer.body());
     assertEquals("*", answer.header("access-control-allow-origin"));
+  }
+
+  /**
+   * vLLM's default policy ({@code allow_origins=["*"]}) takes any origin a browser sends: a desktop or mobile webview's
+   * ({@code tauri://}, {@code capacitor://}, an Electron {@code app://}), a host with an underscore (a compose service
+   * name), a sandboxed page's {@code null}; Vert.x's own {@code "*"} refused those with 403.
+   */
+  @Test
+  void theDefaultPolicyTakesEveryOriginAsVllmDoes() {
+    for (String origin : List.of("tauri://localhost", "capacitor://localhost", "vscode-webview://1abc", "app://.",
+        "http://web_ui:3000", "chrome-extension://abcdefghijklmnopabcdefghijklmnop", "null")) {
+      RouterHarness.Reply preflight = h.request(HttpMethod.OPTIONS, "/v1/chat/completions", null, Map.of("origin", origin,
+          "access-control-request-method", "POST", "access-control-request-headers", "content-type"));
+      assertEquals(204, preflight.status(), origin + ": " + preflight.body());
+      assertEquals("*", preflight.header("access-control-allow-origin"), origin);
+      RouterHarness.Reply models = h.get("/v1/models", Map.of("origin", origin));
+      assertEquals(200, models.status(), origin + ": " + models.body());
+      assertEquals("*", models.header("access-control-allow-origin"), origin);
+      assertTrue(models.header("vary") == null || !models.header("vary").toLowerCase(java.util.Locale.ROOT).contains("origin"),
+          "an answer for every origin does not vary by origin: " + models.headers());
+    }
+    assertNull(h.get("/v1/models", Map.of()).header("access-control-allow-origin"), "no CORS headers without an Origin");
+  }
+
+  /**
+   * A listed origin of a scheme Vert.x's parser does not know (a Tauri app's) is served; others still get 403. It used
+   * to stop the router's start (Vert.x's {@code Unsupported protocol}) though the fleet file's check took it.
+   */
+  @Test
+  void aListedExtensionOriginIsServed() throws Exception {
+    String extension = "tauri://localhost";
+    try (RouterHarness listed = RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json.put("server",
+        json.getJsonObject("server").put("cors", new io.vertx.core.json.JsonObject().put("allowed_origins",
+            new io.vertx.core.json.JsonArray().add(extension).add("https://app.example.com")))))) {
+      for (String origin : List.of(extension, "https://app.example.com")) {
+        RouterHarness.Reply preflight = listed.request(HttpMethod.OPTIONS, "/v1/completions", null, Map.of("origin", origin,
+            "access-control-request-method", "POST"));
+        assertEquals(204, preflight.status(), origin + ": " + preflight.body());
+        assertEquals(origin, preflight.header("access-control-allow-origin"));
+        RouterHarness.Reply models = listed.get("/v1/models", Map.of("origin", origin));
+        assertEquals(200, models.status(), models.body());
+        assertEquals(origin, models.header("access-control-allow-origin"));
+      }
+      RouterHarness.Reply other = listed.request(HttpMethod.OPTIONS, "/v1/completions", null, Map.of("origin",
+          "tauri://elsewhere", "access-control-request-method", "POST"));
+      assertEquals(403, other.status(), other.body());
+    }
   }
 
   @Test
