@@ -21,7 +21,9 @@ import java.util.function.Function;
  * client gets one answer: choices indexed by prompt and usage summed, assembled or streamed with the parts' chunks
  * interleaved. The first part that fails ends the request with its error; the others are abandoned. No part sends a
  * leg before every prompt is known to fit the context: vLLM refuses such a batch whole before any work, and a part
- * abandoned after its prefill would leave its KV blocks to the producer's lease.
+ * abandoned after its prefill would leave its KV blocks to the producer's lease. At most
+ * {@code serving.batch_parallelism} parts run their legs at once, in prompt order: a batch of hundreds of prompts all
+ * at once filled the consumers' queues (503 for the whole batch) and left every prefilled part's KV to the lease.
  */
 final class PromptBatch {
   private final RouterContext ctx;
@@ -37,6 +39,11 @@ final class PromptBatch {
   /** Completes when every part's prompt fits the context; fails when the batch ended before. */
   private final Promise<Void> allFit = Promise.promise();
   private int fittedParts;
+  /** Parts running their legs now, and those whose prompts fit waiting for a turn, in prompt order. */
+  private final int parallelism;
+  private int running;
+  private final boolean[] runningPart;
+  private final java.util.ArrayDeque<Turn> waiting = new java.util.ArrayDeque<>();
   private int completedParts;
   private int finishedParts;
   private boolean ended;
@@ -55,6 +62,12 @@ final class PromptBatch {
     this.onFinish = onFinish;
     this.answers = new JsonObject[prompts.size()];
     this.usages = new JsonObject[prompts.size()];
+    this.parallelism = ctx.config().get().serving().batchParallelism();
+    this.runningPart = new boolean[prompts.size()];
+  }
+
+  /** A part whose prompt fits, waiting for one of the batch's turns. */
+  private record Turn(int index, Promise<Void> go) {
   }
 
   void start() {
@@ -68,13 +81,13 @@ final class PromptBatch {
       ClientSink sink = relay != null ? relay.part(i, end -> streamed(index, end), error -> failed(index, error))
           : new JsonAssembler(request.response(), false, answerId, request.model(), null, created,
               new JsonAssembler.Outcome(answer -> answered(index, answer), error -> failed(index, error)));
-      RequestLifecycle lifecycle = new RequestLifecycle(ctx, part, sink, this::partFinished, RequestTrace.OFF);
-      lifecycle.gateAfterFit(this::fitted);
+      RequestLifecycle lifecycle = new RequestLifecycle(ctx, part, sink, () -> partFinished(index), RequestTrace.OFF);
+      lifecycle.gateAfterFit(() -> fitted(index));
       parts.add(lifecycle);
     }
     request.response().closeHandler(v -> {
       List.copyOf(parts).forEach(RequestLifecycle::cancelled);
-      allFit.tryFail(new CancellationException("the client went away"));
+      stopWaiting(new CancellationException("the client went away"));
     });
     List.copyOf(parts).forEach(RequestLifecycle::startPart);
   }
@@ -91,10 +104,40 @@ final class PromptBatch {
     return out;
   }
 
-  /** A part's prompt fits: its legs wait for the other prompts' verdicts. */
-  private Future<Void> fitted() {
+  /** A part's prompt fits: its legs wait for the other prompts' verdicts, then for a turn. */
+  private Future<Void> fitted(int index) {
     if (++fittedParts == parts.size()) allFit.tryComplete();
-    return allFit.future();
+    return allFit.future().compose(v -> turn(index));
+  }
+
+  private Future<Void> turn(int index) {
+    if (ended) return Future.failedFuture(new CancellationException("the batch ended"));
+    if (running < parallelism) {
+      running++;
+      runningPart[index] = true;
+      return Future.succeededFuture();
+    }
+    Promise<Void> go = Promise.promise();
+    waiting.add(new Turn(index, go));
+    return go.future();
+  }
+
+  /** A part ended: its turn goes to the next waiting part. */
+  private void nextTurns() {
+    while (running < parallelism && !waiting.isEmpty() && !ended) {
+      Turn next = waiting.poll();
+      running++;
+      runningPart[next.index()] = true;
+      next.go().complete();
+    }
+  }
+
+  /** The batch ended: no part waiting for the others' verdicts or for a turn starts a leg. */
+  private void stopWaiting(CancellationException why) {
+    allFit.tryFail(why);
+    List<Turn> left = List.copyOf(waiting);
+    waiting.clear();
+    left.forEach(t -> t.go().tryFail(why));
   }
 
   private void answered(int index, JsonObject answer) {
@@ -126,11 +169,16 @@ final class PromptBatch {
     for (int i = 0; i < parts.size(); i++) {
       if (i != index) parts.get(i).abandon();
     }
-    // after the parts ended: a part waiting for the others' verdicts then finds itself done
-    allFit.tryFail(new CancellationException("another prompt of the batch failed"));
+    // after the parts ended: a part waiting for the others' verdicts or a turn then finds itself done
+    stopWaiting(new CancellationException("another prompt of the batch failed"));
   }
 
-  private void partFinished() {
+  private void partFinished(int index) {
+    if (runningPart[index]) {
+      runningPart[index] = false;
+      running--;
+      nextTurns();
+    }
     if (++finishedParts == parts.size()) onFinish.run();
   }
 

@@ -167,6 +167,28 @@ class BatchedPromptsTest {
    * legs as integers, since a lone {@code ["11", "12"]} would be two text prompts to vLLM, a batched prefill again.
    */
   @Test
+  void aBatchLargerThanTheConsumersRoomRunsInTurnsAndLeavesNoKvHeld() throws Exception {
+    int parallelism = 2;
+    try (RouterHarness small = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
+        json -> json.put("serving", new JsonObject().put("batch_parallelism", parallelism)),
+        (iid, o) -> {
+          if ("D0".equals(iid)) o.setTotalBlocks(4);
+        })) {
+      JsonArray prompts = new JsonArray();
+      for (int i = 0; i < 24; i++) prompts.add("prompt number " + i + " about the narwhal");
+      JsonObject body = new JsonObject().put("model", RouterHarness.MODEL).put("max_tokens", 6).put("ignore_eos", true)
+          .put("prompt", prompts);
+      RouterHarness.Reply reply = small.post("/v1/completions", body);
+      assertEquals(200, reply.status(), "24 prompts against a consumer with room for 4 at once: " + reply.body());
+      assertEquals(24, reply.json().getJsonArray("choices").size());
+      for (int i = 0; i < 24; i++) assertEquals(i, reply.json().getJsonArray("choices").getJsonObject(i).getInteger("index"));
+      assertEquals(0, small.reservations());
+      FailureChecks.eventually(small, () -> small.engine("P0").stats().getInteger("handoffs_held") == 0,
+          () -> "no KV left held on the producer: " + small.engine("P0").stats().encode());
+    }
+  }
+
+  @Test
   void laxTokenIdsInABatchStayTokenIds() {
     JsonObject body = batch(false).put("prompt", new JsonArray().add(new JsonArray().add("11").add("12").add(13.0))
         .add(new JsonArray().add(14).add("15")));

@@ -21,7 +21,8 @@ public record ServingConfig(
     double retryReplenish,
     double gracefulTimeoutS,
     double receiveTimeoutS,
-    double drainDelayS) {
+    double drainDelayS,
+    int batchParallelism) {
 
   public static final int DEFAULT_MAX_IN_FLIGHT = 768;
   public static final long DEFAULT_MAX_REQUEST_BYTES = 4L * 1024 * 1024;
@@ -37,6 +38,7 @@ public record ServingConfig(
   public static final double DEFAULT_GRACEFUL_TIMEOUT_S = 30;
   public static final double DEFAULT_RECEIVE_TIMEOUT_S = 10;
   public static final double DEFAULT_DRAIN_DELAY_S = 5;
+  public static final int DEFAULT_BATCH_PARALLELISM = 16;
 
   static final Key<ServingConfig, Integer> MAX_IN_FLIGHT =
       Key.integer("max_in_flight", ServingConfig::maxInFlight, DEFAULT_MAX_IN_FLIGHT, 1, Integer.MAX_VALUE);
@@ -73,9 +75,13 @@ public record ServingConfig(
   static final Key<ServingConfig, Double> DRAIN_DELAY_S =
       Key.nonNegativeSeconds("drain_delay_s", ServingConfig::drainDelayS, DEFAULT_DRAIN_DELAY_S);
 
+  /** How many prompts of one batched completions request run their legs at once (the others wait their turn). */
+  static final Key<ServingConfig, Integer> BATCH_PARALLELISM =
+      Key.integer("batch_parallelism", ServingConfig::batchParallelism, DEFAULT_BATCH_PARALLELISM, 1, 1_024);
+
   static final Section<ServingConfig> SECTION = new Section<>(MAX_IN_FLIGHT, MAX_CONNECTIONS, MAX_REQUEST_BYTES,
       MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_S, PREFILL_TIMEOUT_S, MAX_ATTEMPTS, RETRY_BASE_S, RETRY_CAP_S, RETRY_BUDGET,
-      RETRY_REPLENISH, GRACEFUL_TIMEOUT_S, RECEIVE_TIMEOUT_S, DRAIN_DELAY_S);
+      RETRY_REPLENISH, GRACEFUL_TIMEOUT_S, RECEIVE_TIMEOUT_S, DRAIN_DELAY_S, BATCH_PARALLELISM);
 
   public static ServingConfig defaults() {
     return read(SectionReader.empty("serving", SECTION), null);
@@ -99,7 +105,7 @@ public record ServingConfig(
         v -> v >= retryBaseS, "a number of at least serving.retry_base_s (" + Seconds.toJson(retryBaseS) + ")");
     return new ServingConfig(maxInFlight, maxRequestBytes, maxResponseBytes, requestTimeoutS, prefillTimeoutS,
         maxAttempts, retryBaseS, retryCapS, r.get(RETRY_BUDGET), r.get(RETRY_REPLENISH), r.get(GRACEFUL_TIMEOUT_S),
-        r.get(RECEIVE_TIMEOUT_S), r.get(DRAIN_DELAY_S));
+        r.get(RECEIVE_TIMEOUT_S), r.get(DRAIN_DELAY_S), r.get(BATCH_PARALLELISM));
   }
 
   public long requestTimeoutMs() {

@@ -167,6 +167,8 @@ class ConfigRefusalTest {
             "serving.retry_replenish: 1.5 is not valid: expected a number from 0 to 1"),
         refused(withSection("serving", "{\"graceful_timeout_s\": -0.5}"), "serving.graceful_timeout_s",
             "serving.graceful_timeout_s: -0.5 is not valid: expected a number of at least 0"),
+        refused(withSection("serving", "{\"batch_parallelism\": 0}"), "serving.batch_parallelism",
+            "serving.batch_parallelism: 0 is not valid: expected an integer from 1 to 1024"),
         refused(withSection("serving", "{\"drain_delay_s\": -1}"), "serving.drain_delay_s",
             "serving.drain_delay_s: -1 is not valid: expected a number of at least 0"),
         refused(withSection("serving", "{\"drain_delay_s\": \"5s\"}"), "serving.drain_delay_s",
