@@ -31,9 +31,7 @@ class PlacementGuardTest {
         .put("placement", new JsonObject().put("metrics_interval_s", 0.2))
         .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000)),
         (iid, o) -> { });
-    JsonObject fleet = h.fleetJson();
-    fleet.getJsonObject("cluster").put("members", new JsonArray().add("127.0.0.1:" + h.basePort).add("127.0.0.1:" + (h.basePort + 1)));
-    fleet.put("journal", new JsonObject().put("path", "-"));
+    JsonObject fleet = twoReplicas(h);
     Path file = ReplicaProcess.writeFleet(fleet);
     try (ReplicaProcess a = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + h.basePort);
          ReplicaProcess b = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + (h.basePort + 1))) {
@@ -63,9 +61,7 @@ class PlacementGuardTest {
         .put("placement", new JsonObject().put("metrics_interval_s", 0.2).put("metrics_timeout_s", 0.2))
         .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000)),
         (iid, o) -> { });
-    JsonObject fleet = h.fleetJson();
-    fleet.getJsonObject("cluster").put("members", new JsonArray().add("127.0.0.1:" + h.basePort).add("127.0.0.1:" + (h.basePort + 1)));
-    fleet.put("journal", new JsonObject().put("path", "-"));
+    JsonObject fleet = twoReplicas(h);
     Path file = ReplicaProcess.writeFleet(fleet);
     try (ReplicaProcess a = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + h.basePort);
          ReplicaProcess b = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + (h.basePort + 1))) {
@@ -85,6 +81,13 @@ class PlacementGuardTest {
     } finally {
       h.close();
     }
+  }
+
+  /** The harness's fleet for two replica processes on its two cluster ports, journals to stdout. */
+  private static JsonObject twoReplicas(ClusterHarness h) {
+    JsonObject fleet = h.fleetJson();
+    fleet.getJsonObject("cluster").put("members", new JsonArray().add("127.0.0.1:" + h.basePort).add("127.0.0.1:" + (h.basePort + 1)));
+    return fleet.put("journal", new JsonObject().put("path", "-"));
   }
 
   private static JsonObject load(JsonObject state, String iid) {
