@@ -119,6 +119,8 @@ final class RequestLifecycle implements Admission.Cuttable {
     boolean local;
     boolean decodeOutput;
     boolean handoffLeft;
+    /** The router refused the prefill's handoff, whose descriptor named KV blocks: they stay held on the producer. */
+    boolean handoffRefused;
     /** {@link System#nanoTime()} readings. */
     long decodeSentAt;
     long firstOutputAt;
@@ -362,7 +364,8 @@ final class RequestLifecycle implements Admission.Cuttable {
           ttftNanos = handoff.legCompletedNanos() - request.arrivedNanos();
           perModel.prefillLeg(handoff.legCompletedNanos() - handoff.legStartedNanos());
           ctx.controlBus().report(LegOutcome.success(producer.iid(), Phase.PREFILL));
-        }));
+        })
+        .onFailure(err -> a.handoffRefused = err instanceof EngineFault f && f.leavesKvHeld()));
   }
 
   private HandoffExpectations expectations(String producerIid) {
@@ -607,12 +610,12 @@ final class RequestLifecycle implements Admission.Cuttable {
   }
 
   /**
-   * Whether attempt {@code a} leaves its prefill's KV blocks to the producer's lease: the prefill handed off and no
-   * decode output followed, so no consumer is known to have read them, and nothing else frees them (vLLM has no
-   * abort API for a finished prefill). Counted once per attempt.
+   * Whether attempt {@code a} leaves its prefill's KV blocks to the producer's lease: the prefill handed off (or its
+   * handoff was refused with blocks named) and no decode output followed, so no consumer is known to have read them,
+   * and nothing else frees them (vLLM has no abort API for a finished prefill). Counted once per attempt.
    */
   private boolean leftToLease(Attempt a) {
-    if (a == null || a.handoff == null || a.decodeOutput || a.handoffLeft) return false;
+    if (a == null || (a.handoff == null && !a.handoffRefused) || a.decodeOutput || a.handoffLeft) return false;
     a.handoffLeft = true;
     handoffsLeft++;
     ctx.metrics().handoffLeft();

@@ -51,12 +51,13 @@ class ContextFitTest {
     JsonObject tooLong = new JsonObject().put("model", RouterHarness.MODEL).put("prompt", RouterHarness.words(4095)).put("max_tokens", 4);
     RouterHarness.Reply direct = h.direct(h.engine("D0"), "/v1/completions", tooLong);
     assertEquals(400, direct.status(), direct.body());
+    int heldBefore = held("P0") + held("P1");
     List<Future<RouterHarness.Reply>> refused = new ArrayList<>();
     for (int i = 0; i < 32; i++) refused.add(h.postAsync("/v1/completions", tooLong));
     List<RouterHarness.Reply> replies = new ArrayList<>();
     for (Future<RouterHarness.Reply> f : refused) replies.add(RouterHarness.await(f));
     for (RouterHarness.Reply reply : replies) assertEquals(400, reply.status(), reply.body());
-    assertEquals(0, held("P0") + held("P1"), "no handoff held for requests that cannot decode");
+    assertEquals(heldBefore, held("P0") + held("P1"), "no handoff held for requests that cannot decode");
     for (int i = 0; i < 20; i++) {
       RouterHarness.Reply ok = h.post("/v1/completions", new JsonObject().put("model", RouterHarness.MODEL)
           .put("prompt", RouterHarness.words(2000) + " normal " + i).put("max_tokens", 8));
@@ -108,7 +109,34 @@ class ContextFitTest {
   }
 
   @Test
+  void aHandoffTheRouterRefusesIsLeftToItsLeaseAndCounted() throws Exception {
+    long stateBefore = h.get("/narwhal/state").json().getLong("handoffs_left");
+    int heldBefore = held("P0") + held("P1");
+    for (String p : List.of("P0", "P1")) {
+      h.engine(p).faults().add(new JsonObject().put("kind", "descriptor_wrong_side_channel").put("phase", "prefill").put("count", 1));
+    }
+    RouterHarness.Reply reply = h.post("/v1/completions", new JsonObject().put("prompt", "refused handoff").put("max_tokens", 4));
+    assertEquals(502, reply.status(), reply.body());
+    JsonObject row = h.journalRow(reply.requestId());
+    assertEquals(1, row.getInteger("handoffs_left"), row.encode());
+    assertEquals("left_to_lease", row.getJsonArray("attempt_failures").getJsonObject(0).getString("handoff"));
+    assertEquals(heldBefore + 1, held("P0") + held("P1"), "the producer holds the blocks its refused descriptor named");
+    assertEquals(stateBefore + 1, h.get("/narwhal/state").json().getLong("handoffs_left"));
+
+    h.resetEngines();
+    long missingBefore = h.get("/narwhal/state").json().getLong("handoffs_left");
+    for (String p : List.of("P0", "P1")) {
+      h.engine(p).faults().add(new JsonObject().put("kind", "descriptor_missing").put("phase", "prefill").put("count", 1));
+    }
+    RouterHarness.Reply missing = h.post("/v1/completions", new JsonObject().put("prompt", "no handoff").put("max_tokens", 4));
+    assertEquals(502, missing.status(), missing.body());
+    assertEquals(0, h.journalRow(missing.requestId()).getInteger("handoffs_left"), "a descriptor naming no blocks leaves none");
+    assertEquals(missingBefore, h.get("/narwhal/state").json().getLong("handoffs_left"));
+  }
+
+  @Test
   void aDecodeThatFailsAfterItsPrefillIsAHandoffLeftToItsLease() throws Exception {
+    int heldBefore = held("P0") + held("P1");
     double before = h.registry.get("narwhal.handoffs.left").counter().count();
     long stateBefore = h.get("/narwhal/state").json().getLong("handoffs_left");
     h.engine("D0").faults().add(new JsonObject().put("kind", "status").put("status", 400).put("phase", "decode").put("count", 1));
@@ -117,7 +145,7 @@ class ContextFitTest {
     JsonObject row = h.journalRow(reply.requestId());
     assertEquals(1, row.getInteger("handoffs_left"));
     assertEquals("left_to_lease", row.getJsonArray("attempt_failures").getJsonObject(0).getString("handoff"));
-    assertEquals(1, held("P0") + held("P1"), "the simulator holds it until the lease ends");
+    assertEquals(heldBefore + 1, held("P0") + held("P1"), "the simulator holds it until the lease ends");
     assertEquals(before + 1, h.registry.get("narwhal.handoffs.left").counter().count());
     assertEquals(stateBefore + 1, h.get("/narwhal/state").json().getLong("handoffs_left"));
   }

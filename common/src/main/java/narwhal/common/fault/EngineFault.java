@@ -15,6 +15,8 @@ public final class EngineFault extends RuntimeException {
   private final String errorType;
   private final String param;
   private final Object code;
+  /** A handoff the router refused whose descriptor named KV blocks: the producer holds them until its lease. */
+  private boolean kvHeld;
 
   public EngineFault(FaultKind kind, Phase phase, String detail) {
     this(kind, phase, kind.defaultStatus(), detail, null);
@@ -96,6 +98,17 @@ public final class EngineFault extends RuntimeException {
 
   public FaultKind kind() {
     return kind;
+  }
+
+  /** Marks a refused handoff whose descriptor named KV blocks (they stay held on the producer until its lease). */
+  public EngineFault leavingKvHeld() {
+    kvHeld = true;
+    return this;
+  }
+
+  /** Whether the producer still holds KV blocks this fault's handoff named (left to its lease). */
+  public boolean leavesKvHeld() {
+    return kvHeld;
   }
 
   public Phase phase() {

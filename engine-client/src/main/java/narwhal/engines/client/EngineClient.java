@@ -255,10 +255,18 @@ public final class EngineClient {
       throw new EngineFault(FaultKind.BAD_RESPONSE, Phase.PREFILL, "prefill response is not a JSON object");
     }
     DescriptorValidator.check(descriptor, call.expectations()).ifPresent(reason -> {
-      throw new EngineFault(FaultKind.INVALID_DESCRIPTOR, Phase.PREFILL, "invalid handoff descriptor: " + reason);
+      EngineFault refused = new EngineFault(FaultKind.INVALID_DESCRIPTOR, Phase.PREFILL, "invalid handoff descriptor: " + reason);
+      throw namesBlocks(descriptor) ? refused.leavingKvHeld() : refused;
     });
     return new PrefillResult((JsonObject) descriptor, call.producerUrl(), call.endpoint(), call.requestId(),
         started, startedNanos, completedNanos, LegBodies.promptLogprobsAsked(call.clientBody()) ? promptLogprobs(buf) : null);
+  }
+
+  /** Whether a descriptor names KV blocks ({@code remote_block_ids} not empty): the producer holds them for a consumer. */
+  private static boolean namesBlocks(Object descriptor) {
+    if (!(descriptor instanceof JsonObject d)) return false;
+    Object ids = d.getValue("remote_block_ids");
+    return ids instanceof io.vertx.core.json.JsonArray list ? !list.isEmpty() : ids != null;
   }
 
   /** A prefill answer's {@code prompt_logprobs}: top-level in a chat answer, in the first choice of a completion. */
