@@ -587,6 +587,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     deadlineTimer = -1;
     if (done) return;
     EdgeError error = EdgeError.deadline();
+    ending();
     client.fail(error);
     ctx.metrics().expired(error.reason());
     finish(RequestOutcome.EXPIRED, error.reason(), error.status(), error.type());
@@ -597,10 +598,21 @@ final class RequestLifecycle implements Admission.Cuttable {
     context.runOnContext(v -> {
       if (done) return;
       EdgeError error = EdgeError.graceExpired();
+      ending();
       client.fail(error);
       ctx.metrics().failed(error.reason());
       finish(RequestOutcome.FAILED, error.reason(), error.status(), error.type());
     });
+  }
+
+  /**
+   * Ends the request from outside its attempt (its deadline, a stop's cut) before the client hears it: a batch's part
+   * waiting for a turn has its wait failed by that very answer ({@link PromptBatch} fails the batch), and its attempt,
+   * failing then, finds it done instead of ending it a second time (a second journal row and outcome, the batch's
+   * in-flight slot freed early).
+   */
+  private void ending() {
+    done = true;
   }
 
   void cancelled() {

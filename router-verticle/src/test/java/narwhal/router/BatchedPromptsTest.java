@@ -188,6 +188,32 @@ class BatchedPromptsTest {
     }
   }
 
+  /**
+   * The deadline passing while prompts wait for a turn: each prompt ends once, with one journal row. A waiting prompt
+   * whose own deadline timer fired first failed the batch, which failed its own wait for a turn, and it ended twice
+   * (two rows, two outcomes counted, the batch's in-flight slot freed before its last prompt ended).
+   */
+  @Test
+  void theDeadlinePassingWhilePromptsWaitEndsEachPromptOnce() throws Exception {
+    int prompts = 200;
+    try (RouterHarness small = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
+        json -> json.put("serving", new JsonObject().put("batch_parallelism", 1).put("request_timeout_s", 0.5)))) {
+      small.engine("D0").faults().add(new JsonObject().put("kind", "hang_before_headers").put("phase", "decode").put("count", 1));
+      JsonArray list = new JsonArray();
+      for (int i = 0; i < prompts; i++) list.add("prompt number " + i + " about the narwhal");
+      RouterHarness.Reply reply = small.post("/v1/completions", new JsonObject().put("model", RouterHarness.MODEL)
+          .put("max_tokens", 6).put("prompt", list));
+      assertEquals(504, reply.status(), reply.body());
+      List<JsonObject> rows = small.journalRows(prompts);
+      Map<String, Integer> perRid = new HashMap<>();
+      for (JsonObject row : rows) perRid.merge(row.getString("rid"), 1, Integer::sum);
+      assertEquals(prompts, perRid.size(), "one row per prompt");
+      perRid.forEach((rid, n) -> assertEquals(1, n, rid + " ended " + n + " times"));
+      FailureChecks.eventually(small, () -> small.reservations() == 0, () -> "reservations left: " + small.reservations());
+      assertEquals(0, small.get("/narwhal/state").json().getInteger("in_flight"));
+    }
+  }
+
   @Test
   void laxTokenIdsInABatchStayTokenIds() {
     JsonObject body = batch(false).put("prompt", new JsonArray().add(new JsonArray().add("11").add("12").add(13.0))
