@@ -86,6 +86,9 @@ final class PromptBatch {
       parts.add(lifecycle);
     }
     request.response().closeHandler(v -> {
+      // ended first: a running part cancelled here would otherwise hand its turn to a waiting part, which would send
+      // its prefill before its own cancellation, and so on through every waiting part of the batch
+      ended = true;
       List.copyOf(parts).forEach(RequestLifecycle::cancelled);
       stopWaiting(new CancellationException("the client went away"));
     });

@@ -214,6 +214,41 @@ class BatchedPromptsTest {
     }
   }
 
+  /**
+   * The client leaving while prompts wait for a turn: no waiting prompt sends a leg. Cancelling the running prompt
+   * gave its turn to the next waiting one, which sent its prefill before it was cancelled in turn, and so on: every
+   * waiting prompt of the batch sent a prefill after the client had gone.
+   */
+  @Test
+  void theClientLeavingWhilePromptsWaitSendsNoWaitingPromptsLeg() throws Exception {
+    int prompts = 20;
+    try (RouterHarness small = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
+        json -> json.put("serving", new JsonObject().put("batch_parallelism", 1)))) {
+      small.engine("D0").faults().add(new JsonObject().put("kind", "slow_tokens").put("itl_ms", 200).put("phase", "decode").put("count", 1));
+      JsonArray list = new JsonArray();
+      for (int i = 0; i < prompts; i++) list.add("prompt number " + i + " about the narwhal");
+      JsonObject body = new JsonObject().put("model", RouterHarness.MODEL).put("max_tokens", 200).put("ignore_eos", true)
+          .put("prompt", list);
+      io.vertx.core.http.HttpClientRequest req = RouterHarness.await(small.http.request(io.vertx.core.http.HttpMethod.POST,
+          small.router.actualPort(), "127.0.0.1", "/v1/completions"));
+      req.putHeader("content-type", "application/json").send(body.toBuffer());
+      FailureChecks.eventually(small, () -> small.engine("D0").stats().getLong("running") == 1,
+          () -> "the first prompt decodes: " + small.engine("D0").stats());
+      assertEquals(1, prefillAttempts(small), "one prompt runs at once");
+      req.reset();
+      List<JsonObject> rows = small.journalRows(prompts);
+      assertEquals(prompts, rows.size());
+      for (JsonObject row : rows) assertEquals("client_disconnected", row.getString("reason"), row.encode());
+      assertEquals(1, prefillAttempts(small), "no prefill after the client left");
+      FailureChecks.eventually(small, () -> small.reservations() == 0, () -> "reservations left: " + small.reservations());
+    }
+  }
+
+  private static long prefillAttempts(RouterHarness h) {
+    return h.get("/metrics").body().lines().filter(l -> l.startsWith("narwhal_prefill_attempts_total"))
+        .mapToLong(l -> (long) Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+  }
+
   @Test
   void laxTokenIdsInABatchStayTokenIds() {
     JsonObject body = batch(false).put("prompt", new JsonArray().add(new JsonArray().add("11").add("12").add(13.0))
