@@ -167,9 +167,6 @@ final class AdminCli implements Callable<Integer> {
     }
   }
 
-  /** The longest wait for a frozen member's expulsion: twice {@code hazelcast.max.no.heartbeat.seconds} (15 s). */
-  static final long GONE_WAIT_MAX_NS = 30_000_000_000L;
-
   /** How long a member has to send Hazelcast's protocol bytes back before it counts as frozen. */
   static final int PROTOCOL_ANSWER_MS = 1_000;
 
@@ -202,9 +199,7 @@ final class AdminCli implements Callable<Integer> {
     err.println("narwhal admin: " + String.join(", ", frozen) + " accept(s) connections but does not answer (a frozen replica?); "
         + "waiting until the cluster no longer lists it (hazelcast.max.no.heartbeat.seconds, 15 s), then joining through " + live);
     err.flush();
-    // at most two heartbeat limits, and two thirds of the command's time: then join as before rather than time out
-    long now = System.nanoTime();
-    awaitGone(cluster, frozen, live, Math.min(now + GONE_WAIT_MAX_NS, now + (deadline - now) * 2 / 3));
+    awaitGone(cluster, frozen, live, deadline);
     return new NarwhalConfig.AdminView(withMembers(cluster, live), config.admin());
   }
 
