@@ -129,9 +129,8 @@ final class AdminCli implements Callable<Integer> {
   }
 
   /** Joins, sends, prints; the exit status. Bounded by the caller ({@code --timeout} plus the join's grace). */
-  private int ask(NarwhalConfig.AdminView given, JsonObject args, PrintWriter out, PrintWriter err) {
-    String token = env.apply(given.admin().tokenEnv());
-    NarwhalConfig.AdminView config = avoidingFrozen(given, System.nanoTime() + (long) (timeoutS * 1e9), err);
+  private int ask(NarwhalConfig.AdminView config, JsonObject args, PrintWriter out, PrintWriter err) {
+    String token = env.apply(config.admin().tokenEnv());
     HazelcastClusterManager manager = ClusterBootstrap.clusterManager(config.cluster(), true);
     Vertx vertx;
     try {
@@ -165,134 +164,6 @@ final class AdminCli implements Callable<Integer> {
         // leaving is best effort; the cluster notices a lost member anyway
       }
     }
-  }
-
-  /** How long a member has to send Hazelcast's protocol bytes back before it counts as frozen. */
-  static final int PROTOCOL_ANSWER_MS = 1_000;
-
-  /**
-   * The view to join with: {@code config} itself unless a configured member accepts connections but does not answer
-   * Hazelcast's protocol (a frozen replica: SIGSTOP, a long pause). Joining while the cluster still lists such a member
-   * would hold the command until the others expel it, with Hazelcast's I/O thread spinning a core on the connection to
-   * it (the surviving replicas' shared state then times out on a small host). So the command first asks a live member,
-   * as a Hazelcast client connected to it alone, until the frozen one is no longer a member (or answers again), then
-   * joins through the members that answer; {@code deadline} (nanoTime) bounds the wait. Kubernetes discovery: as given.
-   */
-  static NarwhalConfig.AdminView avoidingFrozen(NarwhalConfig.AdminView config, long deadline, PrintWriter err) {
-    narwhal.common.config.ClusterConfig cluster = config.cluster();
-    if (cluster.discovery() != narwhal.common.config.ClusterConfig.Discovery.TCP_IP) return config;
-    List<String> frozen = new ArrayList<>();
-    List<String> live = new ArrayList<>();
-    for (String member : cluster.members()) {
-      java.net.InetSocketAddress address = address(cluster, member);
-      if (address == null) {
-        live.add(member);
-        continue;
-      }
-      switch (protocolAnswer(address)) {
-        case FROZEN -> frozen.add(member);
-        case ANSWERS -> live.add(member);
-        case CLOSED -> { }
-      }
-    }
-    if (frozen.isEmpty() || live.isEmpty()) return config;
-    err.println("narwhal admin: " + String.join(", ", frozen) + " accept(s) connections but does not answer (a frozen replica?); "
-        + "waiting until the cluster no longer lists it (hazelcast.max.no.heartbeat.seconds, 15 s), then joining through " + live);
-    err.flush();
-    awaitGone(cluster, frozen, live, deadline);
-    return new NarwhalConfig.AdminView(withMembers(cluster, live), config.admin());
-  }
-
-  private enum Answer { ANSWERS, FROZEN, CLOSED }
-
-  /**
-   * Sends Hazelcast's member protocol bytes ({@code HZC}); a member sends them back at once, a frozen one never (its
-   * kernel accepts the connection for it). A connection refused or not made at all is {@code CLOSED}.
-   */
-  static Answer protocolAnswer(java.net.InetSocketAddress address) {
-    try (java.net.Socket socket = new java.net.Socket()) {
-      try {
-        socket.connect(address, 500);
-      } catch (java.io.IOException | IllegalArgumentException unreachable) {
-        return Answer.CLOSED; // refused, or no route (a partition): not a frozen member, nothing to wait for
-      }
-      socket.setSoTimeout(PROTOCOL_ANSWER_MS);
-      socket.getOutputStream().write("HZC".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-      socket.getOutputStream().flush();
-      return socket.getInputStream().read() >= 0 ? Answer.ANSWERS : Answer.CLOSED;
-    } catch (java.net.SocketTimeoutException e) {
-      return Answer.FROZEN;
-    } catch (java.io.IOException | IllegalArgumentException e) {
-      return Answer.CLOSED;
-    }
-  }
-
-  private static java.net.InetSocketAddress address(narwhal.common.config.ClusterConfig cluster, String member) {
-    int colon = member.lastIndexOf(':');
-    try {
-      int port = colon > 0 ? Integer.parseInt(member.substring(colon + 1)) : cluster.port();
-      return new java.net.InetSocketAddress(colon > 0 ? member.substring(0, colon) : member, port);
-    } catch (IllegalArgumentException e) {
-      return null;
-    }
-  }
-
-  /**
-   * Polls the member list through a Hazelcast client connected to one live member only (a client joins nothing and
-   * connects to no other member) until no listed member is at a frozen address or a frozen one answers again, or the
-   * deadline passes. Any client failure ends the wait: the join then goes as it would have.
-   */
-  private static void awaitGone(narwhal.common.config.ClusterConfig cluster, List<String> frozen, List<String> live, long deadline) {
-    List<java.net.InetSocketAddress> frozenAt = frozen.stream().map(m -> address(cluster, m)).toList();
-    com.hazelcast.client.config.ClientConfig cc = new com.hazelcast.client.config.ClientConfig();
-    cc.setClusterName(cluster.name());
-    cc.setProperty("hazelcast.logging.type", "jdk");
-    cc.getNetworkConfig().setSmartRouting(false).setAddresses(live.stream().map(m -> {
-      java.net.InetSocketAddress a = address(cluster, m);
-      return a == null ? m : a.getHostString() + ":" + a.getPort();
-    }).toList());
-    long connectMs = Math.max(1_000, Math.min(10_000, (deadline - System.nanoTime()) / 1_000_000));
-    cc.getConnectionStrategyConfig().getConnectionRetryConfig().setClusterConnectTimeoutMillis(connectMs);
-    com.hazelcast.core.HazelcastInstance client = null;
-    try {
-      client = com.hazelcast.client.HazelcastClient.newHazelcastClient(cc);
-      long probed = System.nanoTime();
-      while (System.nanoTime() < deadline) {
-        boolean listed = false;
-        for (com.hazelcast.cluster.Member m : client.getCluster().getMembers()) {
-          for (java.net.InetSocketAddress f : frozenAt) {
-            listed |= m.getAddress().getPort() == f.getPort() && sameHost(m.getAddress().getHost(), f);
-          }
-        }
-        if (!listed) return;
-        // a frozen member's backlog keeps each probe until it thaws: ask it again every 2 s only
-        if (System.nanoTime() - probed > 2_000_000_000L) {
-          if (frozenAt.stream().anyMatch(f -> protocolAnswer(f) != Answer.FROZEN)) return;
-          probed = System.nanoTime();
-        }
-        Thread.sleep(200);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (RuntimeException e) {
-      // no client connection: join as before
-    } finally {
-      if (client != null) client.shutdown();
-    }
-  }
-
-  private static boolean sameHost(String host, java.net.InetSocketAddress address) {
-    if (host.equals(address.getHostString())) return true;
-    try {
-      return address.getAddress() != null && address.getAddress().equals(java.net.InetAddress.getByName(host));
-    } catch (java.net.UnknownHostException e) {
-      return false;
-    }
-  }
-
-  private static narwhal.common.config.ClusterConfig withMembers(narwhal.common.config.ClusterConfig c, List<String> members) {
-    return new narwhal.common.config.ClusterConfig(c.enabled(), c.name(), List.copyOf(members), c.port(), c.host(), c.publicHost(),
-        c.discovery(), c.kubernetes(), c.tls(), c.sharedState(), c.decisionsPath(), c.joinTimeoutS(), c.expectedMembers());
   }
 
   /**
