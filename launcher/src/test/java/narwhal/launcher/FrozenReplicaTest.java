@@ -37,8 +37,8 @@ class FrozenReplicaTest {
       assertEquals("serving", b.engineState("D1"));
       b.signal("STOP");
       Thread.sleep(FREEZE_MS);
-      int exit = ReplicaProcess.admin(file, "eject", "D1");
-      assertEquals(0, exit, "the admin command went through the replica that was not frozen");
+      ReplicaProcess.AdminRun eject = ReplicaProcess.adminOutput(file, "eject", "D1");
+      assertEquals(0, eject.exit(), "the admin command went through the replica that was not frozen: " + eject.text());
       assertEquals("ejected", a.engineState("D1"));
       b.signal("CONT");
       awaitState(b, "D1", "ejected", () -> "the thawed replica: " + b.state());
