@@ -202,7 +202,9 @@ final class PlacementTable {
     if (candidates.isEmpty()) return Optional.empty();
     Slot chosen;
     String reason;
-    boolean byPrefix = phase == Phase.PREFILL || local;
+    boolean cacheAware = affinity != null && (phase == Phase.PREFILL || local) && PlacementConfig.CACHE_AWARE.equals(settings.policy());
+    // a prefix's key in the index; null for a session (placed by rendezvous) and for anything not placed by prefix
+    String prefix = cacheAware && !affinity.startsWith("session:") ? prefixKey(affinity, model) : null;
     if (candidates.size() == 1) {
       chosen = candidates.get(0);
       reason = "only_candidate";
@@ -211,7 +213,6 @@ final class PlacementTable {
       reason = Reservation.LEAST_RESERVED;
     } else {
       double[] scores = scores(candidates, phase);
-      boolean cacheAware = affinity != null && byPrefix && PlacementConfig.CACHE_AWARE.equals(settings.policy());
       // no candidate has a reading: this replica's reservations are the load, and a prefix or session still goes to
       // its producer within the bound (every /metrics failing must not turn cache_aware into least_reserved)
       boolean unread = scores == null;
@@ -219,12 +220,12 @@ final class PlacementTable {
       if (scores == null) {
         chosen = leastReserved(candidates, phase);
         reason = Reservation.LEAST_RESERVED;
-      } else if (cacheAware && affinity.startsWith("session:")) {
+      } else if (cacheAware && prefix == null) {
         int index = byAffinity(candidates, scores, affinity);
         chosen = candidates.get(Math.abs(index) - 1);
         reason = index > 0 ? "session" : unread ? Reservation.LEAST_RESERVED : "spill";
-      } else if (cacheAware) {
-        List<String> homes = prefixes.homes(prefixKey(affinity, model));
+      } else if (prefix != null) {
+        List<String> homes = prefixes.homes(prefix);
         int home = byPrefix(candidates, scores, homes);
         chosen = home >= 0 ? candidates.get(home) : unread ? leastReserved(candidates, phase) : lowest(candidates, scores, phase);
         reason = home >= 0 ? "prefix" : unread ? Reservation.LEAST_RESERVED : homes.isEmpty() ? "load" : "spill";
@@ -233,10 +234,7 @@ final class PlacementTable {
         reason = "load";
       }
     }
-    if (affinity != null && byPrefix && !affinity.startsWith("session:")
-        && PlacementConfig.CACHE_AWARE.equals(settings.policy())) {
-      prefixes.placed(prefixKey(affinity, model), chosen.engine.iid());
-    }
+    if (prefix != null) prefixes.placed(prefix, chosen.engine.iid());
     chosen.reserved[phase.ordinal()]++;
     chosen.sent++;
     if (local) reason = Reservation.LOCAL;

@@ -16,7 +16,7 @@ public final class EngineFault extends RuntimeException {
   private final String param;
   private final Object code;
   /** A handoff the router refused whose descriptor named KV blocks: the producer holds them until its lease. */
-  private boolean kvHeld;
+  private final boolean kvHeld;
 
   public EngineFault(FaultKind kind, Phase phase, String detail) {
     this(kind, phase, kind.defaultStatus(), detail, null);
@@ -28,7 +28,13 @@ public final class EngineFault extends RuntimeException {
 
   /** As above, with the {@code param} and {@code code} of the engine's own error object (null: it gave none). */
   public EngineFault(FaultKind kind, Phase phase, int status, String detail, String errorType, String param, Object code) {
+    this(kind, phase, status, detail, errorType, param, code, false);
+  }
+
+  private EngineFault(FaultKind kind, Phase phase, int status, String detail, String errorType, String param, Object code,
+                      boolean kvHeld) {
     super(detail, null, false, false);
+    this.kvHeld = kvHeld;
     this.kind = kind;
     this.phase = phase;
     this.status = status;
@@ -100,10 +106,9 @@ public final class EngineFault extends RuntimeException {
     return kind;
   }
 
-  /** Marks a refused handoff whose descriptor named KV blocks (they stay held on the producer until its lease). */
+  /** This fault, for a refused handoff whose descriptor named KV blocks (they stay held on the producer until its lease). */
   public EngineFault leavingKvHeld() {
-    kvHeld = true;
-    return this;
+    return new EngineFault(kind, phase, status, getMessage(), errorType, param, code, true);
   }
 
   /** Whether the producer still holds KV blocks this fault's handoff named (left to its lease). */
