@@ -1,5 +1,6 @@
 package narwhal.launcher;
 
+import io.vertx.core.Future;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
@@ -41,7 +42,7 @@ class ClusterPlacementTest {
         JsonObject placed = place(first, affinity);
         assertEquals("load", placed.getString("reason"), "a prefix seen for the first time goes by load");
         String home = placed.getString("iid");
-        awaitKnown(other, group + 1);
+        awaitKnown(h, other, group + 1);
         for (NarwhalNode node : List.of(other, first)) {
           JsonObject again = place(node, affinity);
           assertEquals(List.of(home, "prefix"), List.of(again.getString("iid"), again.getString("reason")),
@@ -89,7 +90,7 @@ class ClusterPlacementTest {
       assertEquals("P0", placed.getString("iid"));
       assertEquals("P1", place(a, "prefix:marker", List.of("P0", "P2")).getString("iid"));
       // the marker was published with or after the placement on P0: once B knows it, it has seen both
-      awaitKnown(b, 1);
+      awaitKnown(h, b, 1);
       assertEquals(1, state(b).getJsonObject("placement").getInteger("prefixes_known"),
           "B learned the placement on P1 (the same url on both) and not the one on A's P0");
       JsonObject onBsP0 = place(b, onOldP0, List.of());
@@ -106,35 +107,32 @@ class ClusterPlacementTest {
     return node;
   }
 
-  private static void awaitReadings(ClusterHarness h, List<NarwhalNode> replicas) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (System.nanoTime() < deadline) {
-      if (replicas.stream().allMatch(n -> readings(n).size() >= 4)) return;
-      Thread.sleep(50);
-    }
-    throw new AssertionError("no readings on every replica");
+  private static void awaitReadings(ClusterHarness h, List<NarwhalNode> replicas) {
+    h.awaitTrue("readings of every engine on every replica", 30_000,
+        () -> ClusterHarness.all(replicas, n -> stateOf(n).map(s -> readings(s).size() >= 4)));
   }
 
   /** Waits until {@code node} knows a producer for {@code count} prefixes (it learns them from the other replica). */
-  private static void awaitKnown(NarwhalNode node, int count) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    int known = -1;
-    while (System.nanoTime() < deadline) {
-      known = state(node).getJsonObject("placement").getInteger("prefixes_known");
-      if (known >= count) return;
-      Thread.sleep(10);
-    }
-    throw new AssertionError("the replica learned " + known + " prefixes of " + count);
+  private static void awaitKnown(ClusterHarness h, NarwhalNode node, int count) {
+    h.awaitTrue("the replica learned " + count + " prefixes", 30_000,
+        () -> stateOf(node).map(s -> s.getJsonObject("placement").getInteger("prefixes_known") >= count));
+  }
+
+  private static Future<JsonObject> stateOf(NarwhalNode node) {
+    return node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(),
+        new DeliveryOptions().setLocalOnly(true)).map(m -> m.body());
   }
 
   private static JsonObject state(NarwhalNode node) {
-    return ClusterHarness.await(node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(),
-        new DeliveryOptions().setLocalOnly(true)).map(m -> m.body()));
+    return ClusterHarness.await(stateOf(node));
   }
 
   /** The readings a replica's placement holds now, as {@code iid@read_at_ms/reader}. */
   private static Set<String> readings(NarwhalNode node) {
-    JsonObject state = state(node);
+    return readings(state(node));
+  }
+
+  private static Set<String> readings(JsonObject state) {
     Set<String> out = new HashSet<>();
     for (Object o : state.getJsonArray("engines")) {
       JsonObject load = ((JsonObject) o).getJsonObject("load");

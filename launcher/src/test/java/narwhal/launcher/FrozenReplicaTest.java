@@ -6,7 +6,6 @@ import org.junit.jupiter.api.Timeout;
 
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -43,8 +42,7 @@ class FrozenReplicaTest {
       b.signal("CONT");
       awaitState(b, "D1", "ejected", () -> "the thawed replica: " + b.state());
       assertEquals("ejected", a.engineState("D1"), "and the other replica kept it");
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-      while (!"closed".equals(b.state().getString("shared_state")) && System.nanoTime() < deadline) Thread.sleep(200);
+      b.awaitState(s -> "closed".equals(s.getString("shared_state")), 60, () -> "the thawed replica's guard closed");
       assertEquals("closed", b.state().getString("shared_state"), "the thawed replica's guard closes again");
     } finally {
       h.close();
@@ -53,11 +51,11 @@ class FrozenReplicaTest {
 
   /** Polls the replica until the engine is in {@code state} (up to a minute: the split clusters merge within seconds). */
   private static void awaitState(ReplicaProcess replica, String iid, String state, Supplier<String> why) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (System.nanoTime() < deadline) {
-      if (state.equals(replica.engineState(iid))) return;
-      Thread.sleep(200);
-    }
-    throw new AssertionError(iid + " never became " + state + " on " + why.get());
+    replica.awaitState(s -> state.equals(engineIn(s, iid)), 60, () -> iid + " never became " + state + " on " + why.get());
+  }
+
+  private static String engineIn(JsonObject state, String iid) {
+    return state.getJsonArray("engines").stream().map(JsonObject.class::cast).filter(e -> iid.equals(e.getString("iid")))
+        .findFirst().map(e -> e.getString("state")).orElse(null);
   }
 }

@@ -9,7 +9,6 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -110,16 +109,6 @@ class PlacementGuardTest {
   }
 
   private static JsonObject await(ReplicaProcess r, Predicate<JsonObject> done, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    JsonObject last = null;
-    while (System.nanoTime() < deadline) {
-      JsonObject state = r.state();
-      if (state != null) {
-        last = state;
-        if (done.test(state)) return state;
-      }
-      Thread.sleep(100);
-    }
-    throw new AssertionError("never: " + what + "; last state " + (last == null ? null : last.getJsonObject("placement")));
+    return r.awaitState(done, 90, () -> what);
   }
 }

@@ -186,6 +186,25 @@ final class ReplicaProcess implements AutoCloseable {
     return resp != null && resp.statusCode() == 200 ? new JsonObject(resp.body()) : null;
   }
 
+  /**
+   * Polls {@code /narwhal/state} until {@code done} holds of it, for at most {@code timeoutS}: a process is watched
+   * from outside, with no event to await. The state it held; fails naming {@code what} and the last state read.
+   */
+  JsonObject awaitState(java.util.function.Predicate<JsonObject> done, long timeoutS, java.util.function.Supplier<String> what)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutS);
+    JsonObject last = null;
+    while (System.nanoTime() < deadline) {
+      JsonObject state = state();
+      if (state != null) {
+        last = state;
+        if (done.test(state)) return state;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("never within " + timeoutS + " s: " + what.get() + "; last state " + last);
+  }
+
   /** The engine's state in this replica's {@code /narwhal/state}, or null when it does not answer. */
   String engineState(String iid) {
     JsonObject state = state();
