@@ -96,6 +96,28 @@ final class BlockPool {
     }
   }
 
+  /**
+   * Looks the prefix up again for an allocation that holds {@code cached} cached blocks first: each next block whose
+   * hash is cached now replaces the allocation's fresh block in {@code ids} (shared, the fresh one freed). Returns the
+   * cached blocks now leading the allocation.
+   */
+  synchronized int rehit(int[] ids, long[] prefix, int cached, int maxHits) {
+    int limit = Math.min(Math.min(prefix.length, maxHits), ids.length);
+    int hits = cached;
+    for (; hits < limit; hits++) {
+      Integer id = byHash.get(prefix[hits]);
+      if (id == null) {
+        break;
+      }
+      if (id != ids[hits]) {
+        hold(id);
+        free(new int[] {ids[hits]});
+        ids[hits] = id;
+      }
+    }
+    return hits;
+  }
+
   /** Registers a held block under a full block's chained hash, unless another block already caches that hash. */
   synchronized void register(int id, long hash) {
     if (id < 0 || id >= refs.length || refs[id] == 0 || hashed.get(id) || byHash.containsKey(hash)) {

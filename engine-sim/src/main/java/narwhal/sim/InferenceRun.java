@@ -113,11 +113,35 @@ final class InferenceRun implements BatchScheduler.Listener {
     blocks = allocation.blocks();
     cachedBlocks = allocation.cachedBlocks();
     cachedTokens = cachedBlocks * blockSize;
-    if (o.isPrefixCaching()) {
-      engine.counters().prefixQueries.addAndGet(req.promptTokens);
-      engine.counters().prefixHits.addAndGet(cachedTokens);
-    }
     return true;
+  }
+
+  /**
+   * What vLLM's scheduler does when a waiting request is scheduled ({@code KVCacheManager.get_computed_blocks}, then
+   * {@code allocate_slots}): its prefix is looked up again, so blocks another request was scheduled to compute since it
+   * arrived are hits (its own fresh blocks for them go back to the pool and its prefill shrinks), the lookup is counted
+   * as prefix-cache queries and hits, and the full prompt blocks it is scheduled to compute are cached at once: a
+   * request scheduled after it hits them while it still computes them, or holds them for a handoff. Blocks pulled
+   * through a handoff are cached only once received ({@code delay_cache_blocks}), in {@link #prefilled()}.
+   */
+  private void scheduled() {
+    SimEngineOptions o = engine.config();
+    if (!o.isPrefixCaching()) {
+      return;
+    }
+    int blockSize = o.getBlockSize();
+    boolean transferred = "transferred".equals(kv);
+    if (!transferred) {
+      int before = cachedBlocks;
+      cachedBlocks = engine.blocks().rehit(blocks, hashes, cachedBlocks, PromptBlocks.maxHits(req.promptTokens, blockSize));
+      cachedTokens = cachedBlocks * blockSize;
+      seq.prefillLeft -= (cachedBlocks - before) * blockSize;
+    }
+    engine.counters().prefixQueries.addAndGet(req.promptTokens);
+    engine.counters().prefixHits.addAndGet(cachedBlocks * blockSize);
+    if (!transferred) {
+      registerPromptBlocks();
+    }
   }
 
   // ---- faults that end the request before it is admitted
@@ -273,6 +297,7 @@ final class InferenceRun implements BatchScheduler.Listener {
   @Override
   public void admitted() {
     markRunning();
+    scheduled();
   }
 
   @Override

@@ -10,7 +10,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-/** Blocks pulled through a NIXL handoff become the consumer's cached blocks; released handoffs the producer's. */
+/** Blocks pulled through a NIXL handoff become the consumer's cached blocks; a prefill's blocks the producer's as it is scheduled. */
 @ExtendWith(VertxExtension.class)
 class KvCacheHandoffTest {
 
@@ -38,7 +38,7 @@ class KvCacheHandoffTest {
     assertEquals(0, consumer.stats().getInteger("prefix_cache_hits"));
 
     JsonObject second = http.post(producer, "/v1/completions", SimClient.prefillLeg(client)).json().getJsonObject("kv_transfer_params");
-    assertEquals(32, last(producer).getInteger("cached_tokens"), "the producer's released handoff joined its own cache");
+    assertEquals(32, last(producer).getInteger("cached_tokens"), "the first prefill's blocks are the producer's cache");
     SimClient.Reply again = http.post(consumer, "/v1/completions", SimClient.decodeLeg(client, second));
     assertEquals("transferred", again.header("x-sim-kv"));
     assertEquals(1, last(consumer).getInteger("kv_pulled_blocks"), "the two cached blocks are not read again");
@@ -50,5 +50,23 @@ class KvCacheHandoffTest {
       "a plain request on the consumer reuses the pulled prefix");
     assertEquals(0, producer.stats().getInteger("blocks_in_use"));
     assertEquals(0, consumer.stats().getInteger("blocks_in_use"));
+  }
+
+  @Test
+  void aSecondPrefillHitsTheBlocksTheFirstStillHoldsForItsHandoff(Vertx vertx) {
+    SimEngine producer = SimEngine.start(vertx, new SimEngineOptions().setName("p").setRole("prefill")
+      .setEnablePromptTokensDetails(true)).await();
+    SimClient http = new SimClient(vertx);
+    JsonObject client = SimClient.completion(PrefixCacheTest.words("doc", 40)).put("max_tokens", 8);
+
+    http.post(producer, "/v1/completions", SimClient.prefillLeg(client));
+    assertEquals(1, producer.stats().getInteger("handoffs_held"), producer.stats().encode());
+    http.post(producer, "/v1/completions", SimClient.prefillLeg(client));
+    assertEquals(32, last(producer).getInteger("cached_tokens"),
+      "vLLM caches a prefill's blocks when it schedules them, not when the consumer has pulled them");
+    assertEquals(2, producer.stats().getInteger("handoffs_held"));
+    assertEquals(80, producer.stats().getInteger("prefix_cache_queries"));
+    assertEquals(32, producer.stats().getInteger("prefix_cache_hits"));
+    assertEquals(2 + 1 + 1, producer.stats().getInteger("blocks_in_use"), "the two handoffs share the prompt's two full blocks");
   }
 }

@@ -267,7 +267,8 @@ class KvHandoffTest {
     assertEquals(2, small.stats().getInteger("blocks_in_use"));
     assertTrue(http.get(small, "/metrics").text.contains("vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"Qwen/Qwen3-0.6B\"} 0.5"));
 
-    SimClient.Reply full = http.post(small, "/v1/completions", SimClient.prefillLeg(client));
+    SimClient.Reply full = http.post(small, "/v1/completions",
+      SimClient.prefillLeg(SimClient.completion("nine ten eleven twelve thirteen fourteen fifteen sixteen")));
     assertEquals(503, full.status);
     assertEquals(ApiError.envelope("Request queue full.", "Service Unavailable", null, 503), full.json());
 

@@ -154,4 +154,27 @@ class PrefixCacheTest {
     assertTrue(http.eventually(() -> engine.stats().getInteger("blocks_in_use") == 0), engine.stats().encode());
     assertEquals(4, engine.stats().getInteger("blocks_cached"));
   }
+
+  @Test
+  void aRequestWaitingBehindAnotherWithTheSamePrefixHitsWhatThatOneIsScheduledToCompute(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setTtftPerPromptTokenMs(1)
+      .setEnablePromptTokensDetails(true)).await();
+    SimClient http = new SimClient(vertx);
+    var busy = http.postAsync(engine, "/v1/completions", SimClient.completion(words("other", 300)).put("max_tokens", 1));
+    assertTrue(http.eventually(() -> engine.stats().getInteger("running") == 1), engine.stats().encode());
+    JsonObject body = SimClient.completion(words("sys", 200)).put("max_tokens", 1);
+    var first = http.postAsync(engine, "/v1/completions", body);
+    var second = http.postAsync(engine, "/v1/completions", body);
+    assertTrue(http.eventually(() -> engine.stats().getInteger("waiting") == 2), engine.stats().encode());
+    assertEquals(300, engine.stats().getInteger("prefix_cache_queries"), "vLLM looks a prefix up when it schedules the request: the two waiting ones not yet");
+
+    assertEquals(200, busy.await().status);
+    assertNull(cachedTokens(first.await()));
+    assertEquals(192, cachedTokens(second.await()),
+      "both arrived with nothing cached; the second was scheduled after the first had its blocks cached");
+    JsonObject stats = engine.stats();
+    assertEquals(300 + 200 + 200, stats.getInteger("prefix_cache_queries"));
+    assertEquals(192, stats.getInteger("prefix_cache_hits"));
+    assertTrue(http.eventually(() -> engine.stats().getInteger("blocks_in_use") == 0), engine.stats().encode());
+  }
 }
