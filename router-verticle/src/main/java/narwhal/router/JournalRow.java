@@ -27,7 +27,8 @@ final class JournalRow {
         .put("ttft_s", null).put("first_byte_s", null).put("prefill_iid", null).put("decode_iid", null)
         .put("prefill_placement", null).put("decode_placement", null).put("crossed", null).put("attempts", 0)
         .put("attempt_failures", new JsonArray()).put("output_len", 0).put("handoffs_left", 0)
-        .put("prompt_tokens", null).put("completion_tokens", null).put("cached_tokens", null).put("trace_id", null)
+        .put("prompt_tokens", null).put("completion_tokens", null).put("cached_tokens", null).put("prefill_cached_tokens", null)
+        .put("trace_id", null)
         .put("duration_s", null);
   }
 
@@ -71,6 +72,12 @@ final class JournalRow {
     row.put("prompt_tokens", count(usage, "prompt_tokens")).put("completion_tokens", count(usage, "completion_tokens"))
         .put("cached_tokens", usage != null && usage.getValue("prompt_tokens_details") instanceof JsonObject details
             ? count(details, "cached_tokens") : null);
+    return this;
+  }
+
+  /** The prompt tokens the final attempt's producer served from its prefix cache, as its prefill answer reported. */
+  JournalRow prefillCached(Integer cachedTokens) {
+    row.put("prefill_cached_tokens", cachedTokens);
     return this;
   }
 

@@ -659,6 +659,7 @@ final class RequestLifecycle implements Admission.Cuttable {
         .model(acceptedModel).ending(terminal, reason, status, errorType).timing(ttftNanos, firstByteNanos)
         .engines(current == null ? null : current.producer, current == null ? null : current.consumer)
         .attempts(attempt, attemptFailures).output(client.outputLength(), handoffsLeft).usage(usage)
+        .prefillCached(current == null || current.handoff == null ? null : current.handoff.cachedTokens())
         .traceId(trace.traceId()).done());
     ctx.admission().untrack(this);
     onFinish.run();

@@ -150,6 +150,28 @@ class TokenAccountingTest {
   }
 
   @Test
+  void theProducersPrefixHitIsJournalledBesideTheDecodesCachedTokens() throws Exception {
+    try (RouterHarness details = RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json,
+        (iid, o) -> o.setEnablePromptTokensDetails(true), Map.of())) {
+      String system = java.util.stream.IntStream.range(0, 40).mapToObj(i -> "rule" + i).collect(java.util.stream.Collectors.joining(" "));
+      JsonObject body = chat(false);
+      body.getJsonArray("messages").add(0, new JsonObject().put("role", "system").put("content", system));
+      RouterHarness.Reply first = details.post("/v1/chat/completions", body);
+      RouterHarness.Reply second = details.post("/v1/chat/completions", body);
+      assertEquals(200, first.status(), first.body());
+      assertEquals(200, second.status(), second.body());
+      JsonObject cold = details.journalRow(first.requestId());
+      JsonObject warm = details.journalRow(second.requestId());
+      assertNull(cold.getValue("prefill_cached_tokens"), "the producer computed the whole prompt: " + cold.encode());
+      int hit = warm.getInteger("prefill_cached_tokens");
+      assertEquals(0, hit % 16, "whole blocks: " + warm.encode());
+      assertTrue(hit >= 32 && hit < warm.getInteger("prompt_tokens"), warm.encode());
+      assertEquals(warm.getInteger("prompt_tokens") - 1, warm.getInteger("cached_tokens"),
+          "the decode's usage counts every transferred token as cached: not what the prefix cache saved");
+    }
+  }
+
+  @Test
   void eachHistogramRecordsWhatItNames() {
     long itl = timer("narwhal.inter.token.latency").count();
     long tpot = timer("narwhal.time.per.output.token").count();

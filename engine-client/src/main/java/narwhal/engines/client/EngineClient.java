@@ -249,8 +249,11 @@ public final class EngineClient {
     long completedNanos = System.nanoTime();
     if (resp.statusCode() != 200) throw EngineFault.ofStatus(Phase.PREFILL, resp.statusCode(), errorMessage(buf), errorObject(buf));
     Object descriptor;
+    Object usage;
     try {
-      descriptor = StreamingJson.field(buf.getBytes(), "kv_transfer_params");
+      byte[] bytes = buf.getBytes();
+      descriptor = StreamingJson.field(bytes, "kv_transfer_params");
+      usage = StreamingJson.field(bytes, "usage");
     } catch (IOException e) {
       throw new EngineFault(FaultKind.BAD_RESPONSE, Phase.PREFILL, "prefill response is not a JSON object");
     }
@@ -259,7 +262,14 @@ public final class EngineClient {
       throw namesBlocks(descriptor) ? refused.leavingKvHeld() : refused;
     });
     return new PrefillResult((JsonObject) descriptor, call.producerUrl(), call.endpoint(), call.requestId(),
-        started, startedNanos, completedNanos, LegBodies.promptLogprobsAsked(call.clientBody()) ? promptLogprobs(buf) : null);
+        started, startedNanos, completedNanos, LegBodies.promptLogprobsAsked(call.clientBody()) ? promptLogprobs(buf) : null,
+        cachedTokens(usage));
+  }
+
+  /** {@code usage.prompt_tokens_details.cached_tokens} of an answer, or null. */
+  private static Integer cachedTokens(Object usage) {
+    return usage instanceof JsonObject u && u.getValue("prompt_tokens_details") instanceof JsonObject details
+        && details.getValue("cached_tokens") instanceof Number n ? n.intValue() : null;
   }
 
   /** Whether a descriptor names KV blocks ({@code remote_block_ids} not empty): the producer holds them for a consumer. */

@@ -20,6 +20,7 @@ public final class PrefillResult {
   private final long legStartedNanos;
   private final long legCompletedNanos;
   private final io.vertx.core.json.JsonArray promptLogprobs;
+  private final Integer cachedTokens;
 
   public PrefillResult(JsonObject descriptor, String producerUrl, String endpoint, String backendRequestId,
                        Instant legStarted, long legStartedNanos, long legCompletedNanos) {
@@ -30,7 +31,18 @@ public final class PrefillResult {
   public PrefillResult(JsonObject descriptor, String producerUrl, String endpoint, String backendRequestId,
                        Instant legStarted, long legStartedNanos, long legCompletedNanos,
                        io.vertx.core.json.JsonArray promptLogprobs) {
+    this(descriptor, producerUrl, endpoint, backendRequestId, legStarted, legStartedNanos, legCompletedNanos, promptLogprobs, null);
+  }
+
+  /**
+   * @param cachedTokens the prompt tokens the producer's prefix cache served ({@code usage.prompt_tokens_details
+   *                     .cached_tokens} of its answer), null when it reported none
+   */
+  public PrefillResult(JsonObject descriptor, String producerUrl, String endpoint, String backendRequestId,
+                       Instant legStarted, long legStartedNanos, long legCompletedNanos,
+                       io.vertx.core.json.JsonArray promptLogprobs, Integer cachedTokens) {
     this.promptLogprobs = promptLogprobs;
+    this.cachedTokens = cachedTokens;
     this.descriptor = descriptor == null ? null : descriptor.copy();
     this.producerUrl = Objects.requireNonNull(producerUrl, "producerUrl");
     this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
@@ -51,6 +63,15 @@ public final class PrefillResult {
    */
   public io.vertx.core.json.JsonArray promptLogprobs() {
     return promptLogprobs;
+  }
+
+  /**
+   * The prompt tokens the producer's prefix cache served, from its answer's usage: what a prefix placement saved (a
+   * decode's usage counts every transferred token as cached). Null when the producer reported none: vLLM reports it
+   * with {@code --enable-prompt-tokens-details} only, and leaves it out when nothing was cached.
+   */
+  public Integer cachedTokens() {
+    return cachedTokens;
   }
 
   /** The engine id the producer put in the descriptor, or null. */
