@@ -56,6 +56,9 @@ public final class PlacementScenario implements Scenario {
 
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
   private long seed = 22;
+  /** The single replica's journal, read after each of its runs; null once it is closed. */
+  private PlacementBreakdown breakdown;
+  private final ResultTable breakdownTable = PlacementBreakdown.table();
 
   @Override
   public String name() {
@@ -96,6 +99,7 @@ public final class PlacementScenario implements Scenario {
         policy(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("router-journal.jsonl"), 0)), "least_reserved"),
         RouterProcess.Options.serving("--preflight=warn")));
     HttpWork singleClient = new HttpWork(load.vertx(), load.client(512), "127.0.0.1", single.port());
+    breakdown = new PlacementBreakdown(env.tmp().resolve("router-journal.jsonl"));
 
     report.layout("engines: P0–P3 (prefill) and D0–D3 (decode), engine-sim in a JVM of its own, latency profile " + PROFILE
             + ", prefix caching, max_num_seqs " + MAX_NUM_SEQS + ", " + KV_BLOCKS + " KV blocks of 16 tokens each")
@@ -185,6 +189,7 @@ public final class PlacementScenario implements Scenario {
       report.note("haproxy is not installed (Debian: apt-get install haproxy): the 3-replica runs were skipped");
     }
     report(report, results, env);
+    report.table(breakdownTable);
 
     RouterProcess slowRouter = single.alive() ? single : env.own(RouterProcess.start(env, "router-slow",
         policy(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("router-slow-journal.jsonl"), 0)), "cache_aware"),
@@ -200,9 +205,15 @@ public final class PlacementScenario implements Scenario {
     PlacementWorkload w = new PlacementWorkload(workload, shape, seed++);
     double rate = fraction * capacity;
     Map<String, JsonObject> before = counters(fleet);
+    PlacementBreakdown journal = topology.equals("1 replica") ? breakdown : null;
+    if (journal != null) journal.mark();
     RunStats stats = load.openLoop(workload + " " + policy, rate, warmS + measureS, 60, () -> client.post(w.path(), w.next(), true, 60_000),
         seed, warmS);
     Map<String, JsonObject> after = counters(fleet);
+    if (journal != null) {
+      JvmProbe.sleep(1_000);
+      PlacementBreakdown.addRows(breakdownTable, workload + " " + Math.round(fraction * 100) + " % " + policy, journal.rows());
+    }
     double queries = 0;
     double hits = 0;
     List<Double> prefills = new ArrayList<>();
@@ -270,7 +281,8 @@ public final class PlacementScenario implements Scenario {
   }
 
   private static SimEngineOptions engine(String name, String role) {
-    return SimBench.engine(name, role).setLatencyProfile(PROFILE).setTotalBlocks(KV_BLOCKS).setMaxNumSeqs(MAX_NUM_SEQS);
+    return SimBench.engine(name, role).setLatencyProfile(PROFILE).setTotalBlocks(KV_BLOCKS).setMaxNumSeqs(MAX_NUM_SEQS)
+        .setEnablePromptTokensDetails(true);
   }
 
   private static JsonObject policy(JsonObject fleet, String policy) {
