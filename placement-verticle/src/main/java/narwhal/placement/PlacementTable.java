@@ -329,7 +329,8 @@ final class PlacementTable {
 
   /**
    * Each candidate's load: this replica's legs on it now (exact: they are its own reservations) plus the other
-   * replicas' share of its reading (running + 2 × waiting requests, less this replica's legs when it was read) and the
+   * replicas' share of its reading (running + waiting requests, less this replica's legs when it was read: its own
+   * legs, running or queued there, count once, as reservations) and the
    * legs they sent since (for a decode, scaled up by the KV cache's fill), weighted up by its failure streak. A reading
    * is up to an interval old: its own legs that ended since are no load, so they are not taken from it. A candidate
    * without a fresh reading counts as one more than the busiest reading, plus the legs sent to it since: never idle, still used
@@ -348,7 +349,7 @@ final class PlacementTable {
         scores[i] = Double.NaN;
         continue;
       }
-      double others = Math.max(0, r.running() + 2 * r.waiting() - s.ownAtReading);
+      double others = Math.max(0, r.running() + r.waiting() - s.ownAtReading);
       busiest = Math.max(busiest, others);
       double queue = others + s.reserved[Phase.PREFILL.ordinal()] + s.reserved[Phase.DECODE.ordinal()] + s.othersSent;
       scores[i] = phase == Phase.DECODE ? queue * (1 + r.kvUsage()) : queue;

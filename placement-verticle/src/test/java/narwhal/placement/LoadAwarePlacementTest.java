@@ -70,6 +70,21 @@ class LoadAwarePlacementTest {
   }
 
   @Test
+  void thisReplicasOwnLegsQueuedAtAnEngineCountOnceNotAgainAsItsReadingsWaitingRequests() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    t.applyLoad(reading("D0", 0, 0, 0));
+    t.applyLoad(reading("D1", 0, 0, 0));
+    for (int i = 0; i < 2; i++) t.reserve(Phase.DECODE, Set.of("D1"), null, null).orElseThrow();
+    for (int i = 0; i < 2; i++) t.reserve(Phase.DECODE, Set.of("D0"), null, null).orElseThrow();
+    now.addAndGet(1);
+    t.applyLoad(reading("D0", 0, 2, 0));
+    t.applyLoad(reading("D1", 2, 0, 0));
+    List<String> next = List.of(place(t, Phase.DECODE, null), place(t, Phase.DECODE, null));
+    assertTrue(next.contains("D0") && next.contains("D1"),
+        "each engine holds this replica's two legs, queued on D0 and running on D1; no other work is there: " + next);
+  }
+
+  @Test
   void aMissingFailedOrStaleReadingIsUnknownNeverIdle() {
     PlacementTable t = table(PlacementConfig.LOAD);
     t.applyLoad(reading("D0", 3, 0, 0));

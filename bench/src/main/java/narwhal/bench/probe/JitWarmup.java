@@ -30,12 +30,31 @@ public final class JitWarmup {
   private JitWarmup() {
   }
 
+  /** The routers' CPU seconds added up; -1 when one of them cannot be read. */
+  private static double sum(List<RouterProcess> routers, java.util.function.ToDoubleFunction<RouterProcess> seconds) {
+    double total = 0;
+    for (RouterProcess router : routers) {
+      double v = seconds.applyAsDouble(router);
+      if (v < 0) return -1;
+      total += v;
+    }
+    return total;
+  }
+
   /** Runs every work of {@code works} for {@code sliceS} in turn at {@code concurrency}, slice after slice. */
   public static Result run(LoadGenerator load, Progress progress, RouterProcess router, int concurrency, double sliceS, double maxS,
                     List<Work> works) {
+    return run(load, progress, List.of(router), concurrency, sliceS, maxS, works);
+  }
+
+  /** As above, until the compilers of every router of {@code routers} together are quiet (clustered replicas). */
+  public static Result run(LoadGenerator load, Progress progress, List<RouterProcess> routers, int concurrency, double sliceS,
+                           double maxS, List<Work> works) {
     double elapsed = 0;
     while (true) {
-      CpuMeter cpu = new CpuMeter().router(router).add("bench", ProcessCpu::self).add("bench-jit", ProcessCpu::selfCompiler);
+      CpuMeter cpu = new CpuMeter().add("router", () -> sum(routers, RouterProcess::cpuSeconds))
+          .add("router-jit", () -> sum(routers, RouterProcess::compilerCpuSeconds))
+          .add("bench", ProcessCpu::self).add("bench-jit", ProcessCpu::selfCompiler);
       for (Work work : works) load.closedLoop("warm-up", concurrency, 0, sliceS, 30, work, cpu);
       elapsed += sliceS * works.size();
       double routerShare = cpu.share("router-jit", "router");

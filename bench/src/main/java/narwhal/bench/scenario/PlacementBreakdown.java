@@ -23,23 +23,30 @@ import java.util.Map;
  * run wrote are those past the journal's length before it.
  */
 final class PlacementBreakdown {
-  private final Path journal;
-  private long offset;
+  private final List<Path> journals;
+  private final long[] offsets;
 
-  PlacementBreakdown(Path journal) {
-    this.journal = journal;
+  /** @param journals the journal of each replica the runs go through */
+  PlacementBreakdown(List<Path> journals) {
+    this.journals = List.copyOf(journals);
+    this.offsets = new long[journals.size()];
   }
 
   /** Marks where the next run's rows start. */
   void mark() {
-    offset = length();
+    for (int i = 0; i < offsets.length; i++) offsets[i] = length(journals.get(i));
   }
 
-  /** The request rows written since {@link #mark()}. */
+  /** The request rows written since {@link #mark()}, every replica's. */
   List<JsonObject> rows() {
     List<JsonObject> rows = new ArrayList<>();
-    long end = length();
-    if (end <= offset) return rows;
+    for (int i = 0; i < offsets.length; i++) read(journals.get(i), offsets[i], rows);
+    return rows;
+  }
+
+  private static void read(Path journal, long offset, List<JsonObject> rows) {
+    long end = length(journal);
+    if (end <= offset) return;
     try (RandomAccessFile file = new RandomAccessFile(journal.toFile(), "r")) {
       file.seek(offset);
       byte[] bytes = new byte[(int) (end - offset)];
@@ -52,7 +59,6 @@ final class PlacementBreakdown {
     } catch (IOException | RuntimeException e) {
       throw new IllegalStateException("reading " + journal + ": " + e, e);
     }
-    return rows;
   }
 
   /** Adds one run's rows to {@code table}: a line per prefill reason, then the slowest 1 %'s reasons. */
@@ -79,7 +85,7 @@ final class PlacementBreakdown {
   }
 
   static ResultTable table() {
-    return new ResultTable("how each prefill was placed (the router's journal, 1 replica): requests, share, producer's prefix-cache hit "
+    return new ResultTable("how each prefill was placed (the routers' journals): requests, share, producer's prefix-cache hit "
         + "(prefill_cached_tokens > 0), time to the end of the prefill (ttft_s) and to the first output (first_byte_s), ms",
         "run", "prefill placement", "requests", "share", "hit", "prefill p50", "prefill p99", "first byte p50", "first byte p99");
   }
@@ -94,7 +100,7 @@ final class PlacementBreakdown {
     return row.getValue(field) instanceof Number n ? n.doubleValue() : -1;
   }
 
-  private long length() {
+  private static long length(Path journal) {
     try {
       return Files.exists(journal) ? Files.size(journal) : 0;
     } catch (IOException e) {

@@ -6,8 +6,10 @@ import narwhal.bench.BenchEnv;
 import narwhal.bench.Scenario;
 import narwhal.bench.load.HttpWork;
 import narwhal.bench.load.LoadGenerator;
+import narwhal.bench.load.Work;
 import narwhal.bench.load.RunStats;
 import narwhal.bench.probe.BalancerWatch;
+import narwhal.bench.probe.JitWarmup;
 import narwhal.bench.probe.JvmProbe;
 import narwhal.bench.process.ClusterReplicas;
 import narwhal.bench.process.EngineFleet;
@@ -53,11 +55,14 @@ public final class PlacementScenario implements Scenario {
   static final String PROFILE = "qwen2.5-0.5b-l4";
   static final int KV_BLOCKS = 4096;
   static final int MAX_NUM_SEQS = 64;
+  /** How many times longer the no-sharing runs are measured than the others. */
+  static final int UNIQUE_RUNS = 3;
+  static final int SHARED_GROUPS = 64;
 
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
   private long seed = 22;
-  /** The single replica's journal, read after each of its runs; null once it is closed. */
-  private PlacementBreakdown breakdown;
+  /** The journals of each topology's replicas, read after each of its runs. */
+  private final Map<String, PlacementBreakdown> breakdowns = new LinkedHashMap<>();
   private final ResultTable breakdownTable = PlacementBreakdown.table();
 
   @Override
@@ -85,7 +90,9 @@ public final class PlacementScenario implements Scenario {
     List<String> policies = smoke ? List.of("least_reserved", "cache_aware") : POLICIES;
     List<Double> loads = smoke ? List.of(0.8) : List.of(0.5, 0.8, 0.95);
     Map<String, PlacementWorkload.Shape> shapes = new LinkedHashMap<>();
-    shapes.put(PlacementWorkload.SHARED, new PlacementWorkload.Shape(smoke ? 8 : 32, 16, 2048, 64, 16, 0));
+    // 64 system prompts of 2048 tokens need twice the KV blocks of one engine and half those of the 4 producers: the
+    // fleet can cache every prefix only if each producer keeps its share (with 32 every producer can hold them all)
+    shapes.put(PlacementWorkload.SHARED, new PlacementWorkload.Shape(smoke ? 16 : SHARED_GROUPS, 16, 2048, 64, 16, 0));
     shapes.put(PlacementWorkload.MULTI_TURN, new PlacementWorkload.Shape(smoke ? 8 : 32, 0, 512, 64, 16, 6));
     shapes.put(PlacementWorkload.UNIQUE, new PlacementWorkload.Shape(1, 0, 2048, 64, 16, 0));
 
@@ -99,7 +106,9 @@ public final class PlacementScenario implements Scenario {
         policy(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("router-journal.jsonl"), 0)), "least_reserved"),
         RouterProcess.Options.serving("--preflight=warn")));
     HttpWork singleClient = new HttpWork(load.vertx(), load.client(512), "127.0.0.1", single.port());
-    breakdown = new PlacementBreakdown(env.tmp().resolve("router-journal.jsonl"));
+    breakdowns.put("1 replica", new PlacementBreakdown(List.of(env.tmp().resolve("router-journal.jsonl"))));
+    switchPolicy(List.of(single), List.of(singleClient), "cache_aware");
+    report.layout("1 replica: " + warmUp(load, progress, List.of(single), singleClient, shapes, smoke).describe());
 
     report.layout("engines: P0–P3 (prefill) and D0–D3 (decode), engine-sim in a JVM of its own, latency profile " + PROFILE
             + ", prefix caching, max_num_seqs " + MAX_NUM_SEQS + ", " + KV_BLOCKS + " KV blocks of 16 tokens each")
@@ -107,7 +116,8 @@ public final class PlacementScenario implements Scenario {
             + "replicas behind haproxy (deploy/haproxy.cfg's settings); "
             + "placement.policy switched by hot reload of the fleet file between runs")
         .layout("load: open-loop Poisson arrivals, streamed completions (chat for multi-turn), " + warmS + " s warm-up then "
-            + measureS + " s measured per run (requests that started in it); every run has fresh prompts (no hits across runs)")
+            + measureS + " s measured per run (" + UNIQUE_RUNS * measureS + " s for no-sharing; requests that started in it); "
+            + "every run has fresh prompts (no hits across runs)")
         .layout("all on one 2-core machine shared with other helpers' builds and tests: absolute figures are noisy; "
             + "ratios against least_reserved in the same run are what count");
     shapes.forEach((k, s) -> report.parameter(k, new JsonObject().put("groups", s.groups()).put("prompts_per_group", s.promptsPerGroup())
@@ -176,6 +186,9 @@ public final class PlacementScenario implements Scenario {
       for (String name : REPLICAS) watch.await(name, true, t0, 30_000);
       HttpWork front = new HttpWork(load.vertx(), load.client(512), "127.0.0.1", haproxy.port());
       List<RouterProcess> routers = List.of(cluster.replica(0), cluster.replica(1), cluster.replica(2));
+      breakdowns.put("3 replicas", new PlacementBreakdown(REPLICAS.stream().map(n -> env.tmp().resolve(n + "-journal.jsonl")).toList()));
+      switchPolicy(routers, cluster.clients(), "cache_aware");
+      report.layout("3 replicas: " + warmUp(load, progress, routers, front, shapes, smoke).describe());
       for (String workload : shapes.keySet()) {
         for (String policy : policies) {
           switchPolicy(routers, cluster.clients(), policy);
@@ -201,18 +214,21 @@ public final class PlacementScenario implements Scenario {
   }
 
   private Result measure(SimProcess fleet, LoadGenerator load, HttpWork client, String topology, String workload,
-                         PlacementWorkload.Shape shape, String policy, double fraction, double capacity, double warmS, double measureS) {
+                         PlacementWorkload.Shape shape, String policy, double fraction, double capacity, double warmS, double runS) {
+    // unique prompts run 3 times as long: their targets are 5 % bounds, and ~20 req/s for 6 s is too few requests
+    double measureS = workload.equals(PlacementWorkload.UNIQUE) ? UNIQUE_RUNS * runS : runS;
     PlacementWorkload w = new PlacementWorkload(workload, shape, seed++);
     double rate = fraction * capacity;
     Map<String, JsonObject> before = counters(fleet);
-    PlacementBreakdown journal = topology.equals("1 replica") ? breakdown : null;
+    PlacementBreakdown journal = breakdowns.get(topology);
     if (journal != null) journal.mark();
     RunStats stats = load.openLoop(workload + " " + policy, rate, warmS + measureS, 60, () -> client.post(w.path(), w.next(), true, 60_000),
         seed, warmS);
     Map<String, JsonObject> after = counters(fleet);
     if (journal != null) {
       JvmProbe.sleep(1_000);
-      PlacementBreakdown.addRows(breakdownTable, workload + " " + Math.round(fraction * 100) + " % " + policy, journal.rows());
+      PlacementBreakdown.addRows(breakdownTable, topology + ", " + workload + " " + Math.round(fraction * 100) + " % " + policy,
+          journal.rows());
     }
     double queries = 0;
     double hits = 0;
@@ -232,6 +248,22 @@ public final class PlacementScenario implements Scenario {
     }
     return new Result(topology, workload, policy, Math.round(fraction * 100) + " %", rate, stats, measureS, queries == 0 ? 0 : hits / queries,
         w.idealHitRate(), imbalance(prefills), imbalance(decodes));
+  }
+
+  /**
+   * Runs every workload through {@code client} until the routers' JIT has settled ({@link JitWarmup}): on two cores C2
+   * lags the load by a minute or two, and the 3 replicas, each given a third of the requests, would otherwise be
+   * measured less compiled than the one replica they are compared with.
+   */
+  private JitWarmup.Result warmUp(LoadGenerator load, Progress progress, List<RouterProcess> routers, HttpWork client,
+                                  Map<String, PlacementWorkload.Shape> shapes, boolean smoke) {
+    List<Work> works = new ArrayList<>();
+    for (Map.Entry<String, PlacementWorkload.Shape> e : shapes.entrySet()) {
+      PlacementWorkload w = new PlacementWorkload(e.getKey(), e.getValue(), seed++);
+      works.add(() -> client.post(w.path(), w.next(), true, 60_000));
+    }
+    progress.say("JIT warm-up of " + routers.size() + (routers.size() == 1 ? " replica" : " replicas"));
+    return JitWarmup.run(load, progress, routers, smoke ? 8 : 16, smoke ? 0.5 : 3, smoke ? 1.5 : 150, works);
   }
 
   private static double imbalance(List<Double> counts) {
