@@ -23,6 +23,7 @@ final class ModelMetrics {
   static final String PROMPT = "prompt";
   static final String COMPLETION = "completion";
   static final String CACHED = "cached";
+  static final String PREFILL_CACHED = "prefill_cached";
 
   private static final Duration[] TOKEN_GAPS = ms(1, 2.5, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 750,
       1000, 2500, 5000);
@@ -57,6 +58,7 @@ final class ModelMetrics {
     private final Counter promptTokens;
     private final Counter completionTokens;
     private final Counter cachedTokens;
+    private final Counter prefillCachedTokens;
     private final Timer interToken;
     private final Timer perOutputToken;
     private final Timer e2e;
@@ -70,6 +72,7 @@ final class ModelMetrics {
       promptTokens = tokens(model, PROMPT);
       completionTokens = tokens(model, COMPLETION);
       cachedTokens = tokens(model, CACHED);
+      prefillCachedTokens = tokens(model, PREFILL_CACHED);
       interToken = timer("narwhal.inter.token.latency", "time between consecutive output chunks of a decode", model, TOKEN_GAPS);
       perOutputToken = timer("narwhal.time.per.output.token", "a completed request's decode time after its first output, per further token",
           model, TOKEN_GAPS);
@@ -99,6 +102,14 @@ final class ModelMetrics {
           && details.getValue("cached_tokens") instanceof Number n) {
         cachedTokens.increment(n.doubleValue());
       }
+    }
+
+    /**
+     * The prompt tokens a completed request's producer served from its prefix cache, as its prefill answer reported
+     * them: what prefix placement saved (a disaggregated decode's usage counts every transferred token as cached).
+     */
+    void prefillCached(int tokens) {
+      prefillCachedTokens.increment(tokens);
     }
 
     /** A request for this model refused before any leg: no serving engine of it could take a phase. */

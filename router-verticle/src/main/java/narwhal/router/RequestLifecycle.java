@@ -673,6 +673,7 @@ final class RequestLifecycle implements Admission.Cuttable {
   private void account(Attempt a, DecodeEnd end) {
     usage = end.usage();
     if (usage != null || whole == null) perModel.usage(usage);
+    if (a.handoff != null && a.handoff.cachedTokens() != null) perModel.prefillCached(a.handoff.cachedTokens());
     long now = System.nanoTime();
     perModel.e2e(now - request.arrivedNanos());
     Integer completion = JournalRow.count(usage, "completion_tokens");

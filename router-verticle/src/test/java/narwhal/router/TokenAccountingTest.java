@@ -168,6 +168,8 @@ class TokenAccountingTest {
       assertTrue(hit >= 32 && hit < warm.getInteger("prompt_tokens"), warm.encode());
       assertEquals(warm.getInteger("prompt_tokens") - 1, warm.getInteger("cached_tokens"),
           "the decode's usage counts every transferred token as cached: not what the prefix cache saved");
+      assertEquals(hit, details.registry.get("narwhal.tokens").tag("model", RouterHarness.MODEL).tag("kind", "prefill_cached")
+          .counter().count(), "narwhal_tokens_total{kind=\"prefill_cached\"} counts the producers' hits");
     }
   }
 
