@@ -77,7 +77,10 @@ public final class NarwhalNode {
     return start(config, mode, out, env, UnaryOperator.identity());
   }
 
-  /** @param sharedData wraps the shared data the breaker's cluster state goes through (tests make it fail or stall) */
+  /**
+   * @param sharedData wraps the shared data the breaker's cluster state and placement's load readings go through (tests
+   *     make it fail or stall)
+   */
   static Future<NarwhalNode> start(NarwhalConfig config, PreflightMode mode, Consumer<String> out, UnaryOperator<String> env,
                                    UnaryOperator<SharedData> sharedData) {
     Promise<NarwhalNode> started = Promise.promise();
@@ -88,7 +91,7 @@ public final class NarwhalNode {
               return report.passed() || mode == PreflightMode.WARN ? Future.succeededFuture()
                   : Future.failedFuture(new IllegalStateException("preflight failed; start with --preflight=warn to serve anyway"));
             }))
-        .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(node.config::get, node.registry, env)))
+        .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(node.config::get, node.registry, env, sharedData)))
         .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env, sharedData)))
         .compose(v -> {
           node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1, node::clusterMembers, env);

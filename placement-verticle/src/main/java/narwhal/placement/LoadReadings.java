@@ -11,6 +11,7 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.Lock;
+import io.vertx.core.shareddata.SharedData;
 import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.WebClient;
 import io.vertx.ext.web.client.WebClientOptions;
@@ -34,7 +35,8 @@ import java.util.function.Supplier;
  * {@code narwhal.placement-sent}, how many legs it sent to each engine since that engine's last reading, so every
  * replica counts the whole cluster's work between two readings. Shared-state operations run under their own circuit
  * breaker ({@code cluster.shared_state}); while it is open the replica reads every engine itself and places on its own
- * view ({@code view: local} in {@code /narwhal/state}). A failed reading makes the engine's load unknown; it is no
+ * view ({@code view: local} in {@code /narwhal/state}); back on the cluster's view it runs the hook it was given (the
+ * prefix index is taken from a peer again). A failed reading makes the engine's load unknown; it is no
  * evidence for the breaker.
  */
 final class LoadReadings {
@@ -43,6 +45,7 @@ final class LoadReadings {
   private static final long LOCK_WAIT_MS = 20;
 
   private final Vertx vertx;
+  private final SharedData data;
   private final Supplier<NarwhalConfig> config;
   private final PlacementTable table;
   private final String replica;
@@ -55,10 +58,14 @@ final class LoadReadings {
   private final java.util.Set<String> inFlight = new java.util.HashSet<>();
   private long timer = -1;
   private volatile boolean clusterView = true;
+  /** Run when the view goes from {@code local} back to {@code cluster}: the replica may have missed the prefix exchange. */
+  private final Runnable backOnCluster;
 
-  LoadReadings(Vertx vertx, Supplier<NarwhalConfig> config, PlacementTable table, String replica, String apiKey,
-               MeterRegistry registry) {
+  LoadReadings(Vertx vertx, SharedData data, Supplier<NarwhalConfig> config, PlacementTable table, String replica, String apiKey,
+               MeterRegistry registry, Runnable backOnCluster) {
     this.vertx = vertx;
+    this.data = data;
+    this.backOnCluster = backOnCluster;
     this.config = config;
     this.table = table;
     this.replica = replica;
@@ -103,6 +110,7 @@ final class LoadReadings {
             .forEach(e -> read(e).onSuccess(table::applyLoad).onComplete(done -> inFlight.remove(e.iid())));
         return;
       }
+      if (!clusterView) backOnCluster.run();
       clusterView = true;
       long now = System.currentTimeMillis();
       for (EngineConfig engine : engines) {
@@ -117,7 +125,7 @@ final class LoadReadings {
   /** Reads the engine if this replica takes its lock and, under it, the shared reading is still stale. */
   private void claimAndRead(EngineConfig engine, long interval) {
     if (!inFlight.add(engine.iid())) return;
-    guard.<Optional<Lock>>execute(() -> vertx.sharedData().getLockWithTimeout("narwhal.load." + engine.iid(), LOCK_WAIT_MS)
+    guard.<Optional<Lock>>execute(() -> data.getLockWithTimeout("narwhal.load." + engine.iid(), LOCK_WAIT_MS)
             .map(Optional::of).otherwise(Optional.empty()))
         .onComplete(taken -> {
           if (taken.failed() || taken.result().isEmpty()) {
@@ -204,7 +212,7 @@ final class LoadReadings {
   }
 
   private <V> Future<AsyncMap<String, V>> map(String name) {
-    return vertx.sharedData().getAsyncMap(name);
+    return data.getAsyncMap(name);
   }
 
   private static JsonObject parse(String text) {

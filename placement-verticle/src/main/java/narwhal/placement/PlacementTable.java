@@ -1,6 +1,7 @@
 package narwhal.placement;
 
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.PrefixSnapshot;
 import narwhal.common.bus.PrefixesPlaced;
 import narwhal.common.bus.Reservation;
 import narwhal.common.config.EngineConfig;
@@ -301,6 +302,39 @@ final class PlacementTable {
       Slot slot = slots.get(iid);
       if (slot != null && slot.engine.url().equals(message.urls().get(iid))) prefixes.learned(affinity, iid);
     });
+  }
+
+  /** The prefix index for a peer that asks ({@link PrefixSnapshot}), least recently used first, with each named engine's url. */
+  synchronized PrefixSnapshot prefixSnapshot(String origin) {
+    List<String[]> entries = prefixes.entries();
+    List<List<String>> out = new ArrayList<>(entries.size());
+    Map<String, String> urls = new HashMap<>();
+    for (String[] entry : entries) {
+      out.add(List.of(entry));
+      for (int i = 1; i < entry.length; i++) {
+        Slot slot = slots.get(entry[i]);
+        if (slot != null) urls.putIfAbsent(entry[i], slot.engine.url());
+      }
+    }
+    return new PrefixSnapshot(origin, out, urls, false);
+  }
+
+  /**
+   * A chunk of a peer's index, learned under the rule of {@link #learnPrefixes}: a home this replica does not have at the
+   * url the peer has it at is left out (the other home keeps its place); a prefix this replica knows keeps its homes.
+   * How many prefixes it learned.
+   */
+  synchronized int learnSnapshot(PrefixSnapshot chunk) {
+    int learned = 0;
+    for (List<String> entry : chunk.prefixes()) {
+      List<String> homes = new ArrayList<>(entry.size() - 1);
+      for (String iid : entry.subList(1, entry.size())) {
+        Slot slot = slots.get(iid);
+        if (slot != null && slot.engine.url().equals(chunk.urls().get(iid))) homes.add(iid);
+      }
+      if (prefixes.fill(entry.get(0), homes)) learned++;
+    }
+    return learned;
   }
 
   /** How many prefixes the index knows a producer of. */

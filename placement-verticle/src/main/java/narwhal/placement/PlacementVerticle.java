@@ -10,6 +10,7 @@ import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
+import io.vertx.core.shareddata.SharedData;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.EngineState;
 import narwhal.common.bus.EngineStateEvent;
@@ -56,6 +57,7 @@ public final class PlacementVerticle extends VerticleBase {
   private final Supplier<NarwhalConfig> config;
   private final MeterRegistry registry;
   private final UnaryOperator<String> env;
+  private final UnaryOperator<SharedData> sharedData;
   private LoadReadings loads;
   private ModelListings listings;
   /** The version of each engine's state and of the fleet hold last applied. */
@@ -84,6 +86,7 @@ public final class PlacementVerticle extends VerticleBase {
     this.config = null;
     this.registry = null;
     this.env = name -> null;
+    this.sharedData = UnaryOperator.identity();
   }
 
   /**
@@ -91,6 +94,12 @@ public final class PlacementVerticle extends VerticleBase {
    * @param env reads environment variables (the engines' API key, sent with each {@code /metrics} reading)
    */
   public PlacementVerticle(Supplier<NarwhalConfig> config, MeterRegistry registry, UnaryOperator<String> env) {
+    this(config, registry, env, UnaryOperator.identity());
+  }
+
+  /** @param sharedData wraps the shared data the engine load readings go through (tests make it stall) */
+  public PlacementVerticle(Supplier<NarwhalConfig> config, MeterRegistry registry, UnaryOperator<String> env,
+                           UnaryOperator<SharedData> sharedData) {
     NarwhalConfig cfg = config.get();
     this.table = new PlacementTable(cfg.engines(), System::currentTimeMillis);
     this.table.configure(cfg.placement(), cfg.recovery().ejectAfter());
@@ -98,6 +107,7 @@ public final class PlacementVerticle extends VerticleBase {
     this.config = config;
     this.registry = registry;
     this.env = env;
+    this.sharedData = sharedData;
   }
 
   @Override
@@ -126,7 +136,8 @@ public final class PlacementVerticle extends VerticleBase {
           vertx.sharedData().getLocalMap(LocalPlacement.MAP).put(LocalPlacement.KEY, local);
           if (config != null) {
             NarwhalConfig cfg = config.get();
-            loads = new LoadReadings(vertx, config, table, replica, cfg.engine().engineApiKey(env), registry);
+            loads = new LoadReadings(vertx, sharedData.apply(vertx.sharedData()), config, table, replica,
+                cfg.engine().engineApiKey(env), registry, () -> prefixes.snapshot("rejoin"));
             loads.track(cfg.engines());
             loads.arm();
             listings = new ModelListings(vertx, config, table, cfg.engine().engineApiKey(env));
@@ -292,8 +303,11 @@ public final class PlacementVerticle extends VerticleBase {
     }
     JsonObject snapshot = new JsonObject().put("engines", engines).put("reservations", table.totalReservations());
     if (loads != null) {
-      snapshot.put("placement", new JsonObject().put("policy", table.policy()).put("view", loads.view())
-          .put("prefixes_known", table.knownPrefixes()));
+      JsonObject placement = new JsonObject().put("policy", table.policy()).put("view", loads.view())
+          .put("prefixes_known", table.knownPrefixes());
+      JsonObject taken = prefixes.view();
+      if (taken != null) placement.put("prefix_snapshot", taken);
+      snapshot.put("placement", placement);
     }
     Readiness now = readiness;
     if (!now.models().isEmpty()) snapshot.put("models", now.models());

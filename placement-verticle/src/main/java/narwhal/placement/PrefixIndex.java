@@ -11,8 +11,8 @@ import java.util.Map;
  * each prefix affinity, the {@link #HOMES} engines that took it most recently, newest first. The whole cluster fills it:
  * this replica's own placements ({@link #placed}), queued for the other replicas ({@link #drain}), and theirs
  * ({@link #learned}). Bounded: the least recently used prefix is forgotten first, and at most {@link #MAX_PENDING}
- * changes wait to be sent (a flood of unique prompts drops the oldest unsent, never blocks). Not thread-safe: the
- * placement table guards it.
+ * changes wait to be sent (a flood of unique prompts drops the oldest unsent, never blocks). A replica that starts or
+ * comes back copies a peer's index ({@link #entries}, {@link #fill}). Not thread-safe: the placement table guards it.
  */
 final class PrefixIndex {
   /** How many prefixes the index remembers. */
@@ -52,6 +52,25 @@ final class PrefixIndex {
   /** Another replica placed {@code affinity} on {@code iid}. */
   void learned(String affinity, String iid) {
     remember(affinity, iid);
+  }
+
+  /**
+   * A peer's entry, its homes newest first: taken whole (in that order) when this index does not know the prefix; a
+   * prefix it knows keeps its homes, placed here or learned by exchange while the snapshot was on its way. Whether
+   * it was taken.
+   */
+  boolean fill(String affinity, List<String> newestFirst) {
+    if (newestFirst.isEmpty() || homes.containsKey(affinity)) return false;
+    homes.put(affinity, new String[] {newestFirst.get(0), newestFirst.size() > 1 ? newestFirst.get(1) : null});
+    return true;
+  }
+
+  /** Every prefix with its homes ({@code [affinity, newest, older?]}), least recently used first; the order is kept. */
+  List<String[]> entries() {
+    List<String[]> out = new ArrayList<>(homes.size());
+    homes.forEach((affinity, known) -> out.add(known[1] == null ? new String[] {affinity, known[0]}
+        : new String[] {affinity, known[0], known[1]}));
+    return out;
   }
 
   /** The own placements not sent yet, in the order they were made, each prefix once; the queue is emptied. */

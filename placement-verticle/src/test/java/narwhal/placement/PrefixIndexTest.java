@@ -62,4 +62,25 @@ class PrefixIndexTest {
     assertEquals(2, index.size());
     assertEquals(Map.of("r", "C"), index.drain(), "nothing queued names the forgotten engine");
   }
+
+  @Test
+  void aPeersEntriesAreTakenInTheirOrderAndNeverOverWhatThisIndexKnows() {
+    PrefixIndex peer = new PrefixIndex();
+    peer.placed("old", "A");
+    peer.placed("two", "A");
+    peer.placed("two", "B");
+    peer.placed("mine", "A");
+    List<String[]> entries = peer.entries();
+    assertEquals(List.of("old|A", "two|B|A", "mine|A"), entries.stream().map(e -> String.join("|", e)).toList(),
+        "least recently used first, each prefix's homes newest first");
+
+    PrefixIndex index = new PrefixIndex();
+    index.placed("mine", "C");
+    for (String[] e : entries) index.fill(e[0], List.of(e).subList(1, e.length));
+    assertEquals(List.of("B", "A"), index.homes("two"), "the peer's order of homes is kept");
+    assertEquals(List.of("C"), index.homes("mine"), "a prefix this replica placed keeps its home");
+    assertEquals(Map.of("mine", "C"), index.drain(), "what was taken is not sent on to the others");
+    assertTrue(!index.fill("new", List.of()), "an entry with no home left is not taken");
+    assertEquals(3, index.size());
+  }
 }

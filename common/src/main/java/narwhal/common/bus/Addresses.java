@@ -1,7 +1,8 @@
 package narwhal.common.bus;
 
 /** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN}, {@link #FLEET_CHANGED},
- * {@link #STREAK_CHANGED}, {@link #PLACEMENT_PREFIXES} and {@link #CONFIG_RELOAD} cross the cluster. */
+ * {@link #STREAK_CHANGED}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_SNAPSHOT} and {@link #CONFIG_RELOAD} cross the
+ * cluster. */
 public final class Addresses {
   /** Request-reply: a {@link ReserveRequest}, answered with a {@link Reservation} or a {@link Failures#NO_ENGINE} failure. */
   public static final String PLACEMENT_RESERVE = "narwhal.placement.reserve";
@@ -27,6 +28,12 @@ public final class Addresses {
    * {@code PrefixExchange} period, so every replica sends a prefix to the producer that caches it.
    */
   public static final String PLACEMENT_PREFIXES = "narwhal.placement.prefixes";
+  /**
+   * Cluster request-reply: {@code {"origin"}}, a replica that starts or comes back asks one peer for its prefix index,
+   * answered in {@link PrefixSnapshot} chunks (each reply to a chunk asks for the next); failure
+   * {@link Failures#OWN_REPLICA} when the request reached the replica that sent it.
+   */
+  public static final String PLACEMENT_SNAPSHOT = "narwhal.placement.snapshot";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */

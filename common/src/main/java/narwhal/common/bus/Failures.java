@@ -12,6 +12,8 @@ public final class Failures {
   public static final int BAD_MESSAGE = 400;
   /** Missing or wrong admin token. */
   public static final int UNAUTHORIZED = 401;
+  /** A cluster request reached the replica that sent it (ask again: the bus picks another member in turn). */
+  public static final int OWN_REPLICA = 409;
 
   private Failures() {
   }
