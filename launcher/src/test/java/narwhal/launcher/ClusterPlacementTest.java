@@ -98,6 +98,44 @@ class ClusterPlacementTest {
     }
   }
 
+  @Test
+  void theLegsAReplicaSendsReachTheOthersBetweenTwoReadings() throws Exception {
+    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode"), json -> json
+        .put("placement", new JsonObject().put("policy", "load").put("metrics_interval_s", 30))
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000).put("liveness_every", 100_000)),
+        (iid, o) -> { })) {
+      NarwhalNode a = h.addReplica();
+      NarwhalNode b = h.addReplica();
+      h.awaitTrue("both replicas hold the same reading of P0", 90_000,
+          () -> Future.all(stateOf(a), stateOf(b)).map(all -> {
+            Set<String> onA = readings((JsonObject) all.resultAt(0));
+            onA.retainAll(readings((JsonObject) all.resultAt(1)));
+            return onA.stream().anyMatch(r -> r.startsWith("P0@"));
+          }));
+      for (int i = 0; i < 3; i++) hold(a, List.of("P1"));
+      h.awaitTrue("B counts A's three legs on P0 long before the next reading (30 s)", 10_000,
+          () -> stateOf(b).map(s -> sentSince(s, "P0") >= 3));
+      assertEquals("P1", hold(b, List.of()).getString("iid"), "B places by load on the engine A did not just fill");
+    }
+  }
+
+  private static int sentSince(JsonObject state, String iid) {
+    for (Object o : state.getJsonArray("engines")) {
+      JsonObject engine = (JsonObject) o;
+      JsonObject load = engine.getJsonObject("load");
+      if (iid.equals(engine.getString("iid")) && load != null) return load.getInteger("sent_since", 0);
+    }
+    return 0;
+  }
+
+  /** Reserves a prefill on {@code node} and keeps it: the reservation. */
+  private static JsonObject hold(NarwhalNode node, List<String> exclude) {
+    ReserveRequest request = new ReserveRequest("test-" + UUID.randomUUID(), Phase.PREFILL, exclude, null);
+    DeliveryOptions local = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
+    return ClusterHarness.await(node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_RESERVE, request.toJson(), local)
+        .map(m -> m.body()));
+  }
+
   private static NarwhalNode start(ClusterHarness h, JsonObject fleet) throws Exception {
     java.nio.file.Path journal = java.nio.file.Files.createTempFile("narwhal-cluster-journal", ".jsonl");
     NarwhalNode node = ClusterHarness.await(NarwhalNode.start(narwhal.common.config.NarwhalConfig.fromJson(
