@@ -23,6 +23,9 @@ final class BatchScheduler {
     /** The sequence left the waiting queue: it runs now. */
     void admitted();
 
+    /** This step computes the next {@code tokens} of its prompt (a chunk, or the whole uncached prompt). */
+    void chunkScheduled(int tokens);
+
     /** Its prompt is computed (the step that did so also samples its first token, if it has any). */
     void prefilled();
 
@@ -173,7 +176,7 @@ final class BatchScheduler {
         break;
       }
       if (seq.schedulable()) {
-        budget -= take(seq, budget);
+        budget -= schedule(seq, budget);
         batch.add(seq);
       }
     }
@@ -185,11 +188,20 @@ final class BatchScheduler {
         continue;
       }
       if (seq.schedulable()) {
-        budget -= take(seq, budget);
+        budget -= schedule(seq, budget);
         batch.add(seq);
       }
     }
     return batch;
+  }
+
+  /** Books this step's work for the sequence and tells its owner which prompt chunk it computes; returns the budget used. */
+  private static int schedule(Sequence seq, int budget) {
+    int used = take(seq, budget);
+    if (!seq.prefilled && seq.chunk > 0) {
+      seq.listener.chunkScheduled(seq.chunk);
+    }
+    return used;
   }
 
   /** Books this step's work for the sequence; returns the budget it uses. */

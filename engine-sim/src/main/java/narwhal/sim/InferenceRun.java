@@ -120,9 +120,8 @@ final class InferenceRun implements BatchScheduler.Listener {
    * What vLLM's scheduler does when a waiting request is scheduled ({@code KVCacheManager.get_computed_blocks}, then
    * {@code allocate_slots}): its prefix is looked up again, so blocks another request was scheduled to compute since it
    * arrived are hits (its own fresh blocks for them go back to the pool and its prefill shrinks), the lookup is counted
-   * as prefix-cache queries and hits, and the full prompt blocks it is scheduled to compute are cached at once: a
-   * request scheduled after it hits them while it still computes them, or holds them for a handoff. Blocks pulled
-   * through a handoff are cached only once received ({@code delay_cache_blocks}), in {@link #prefilled()}.
+   * as prefix-cache queries and hits. The blocks it computes are cached chunk by chunk, in {@link #chunkScheduled}.
+   * Blocks pulled through a handoff are cached only once received ({@code delay_cache_blocks}), in {@link #prefilled()}.
    */
   private void scheduled() {
     SimEngineOptions o = engine.config();
@@ -139,8 +138,23 @@ final class InferenceRun implements BatchScheduler.Listener {
     }
     engine.counters().prefixQueries.addAndGet(req.promptTokens);
     engine.counters().prefixHits.addAndGet(cachedBlocks * blockSize);
-    if (!transferred) {
-      registerPromptBlocks();
+  }
+
+  /**
+   * {@code allocate_slots} then {@code cache_blocks(request, num_computed_tokens + num_new_tokens)}: the full prompt
+   * blocks up to the end of the chunk this step computes are cached at once, so a request scheduled after it hits them
+   * while it still computes them, or holds them for a handoff; a prefill abandoned after its first chunk leaves only
+   * that chunk's blocks cached.
+   */
+  @Override
+  public void chunkScheduled(int tokens) {
+    if (!engine.config().isPrefixCaching() || "transferred".equals(kv) || blocks == null) {
+      return;
+    }
+    int through = req.promptTokens - seq.prefillLeft + tokens;
+    int full = Math.min(Math.min(hashes.length, blocks.length), through / engine.config().getBlockSize());
+    for (int i = 0; i < full; i++) {
+      engine.blocks().register(blocks[i], hashes[i]);
     }
   }
 

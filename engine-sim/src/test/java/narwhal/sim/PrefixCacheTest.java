@@ -177,4 +177,20 @@ class PrefixCacheTest {
     assertEquals(192, stats.getInteger("prefix_cache_hits"));
     assertTrue(http.eventually(() -> engine.stats().getInteger("blocks_in_use") == 0), engine.stats().encode());
   }
+
+  @Test
+  void aChunkedPrefillCachesOnlyTheBlocksOfTheChunksScheduledSoFar(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setMaxNumBatchedTokens(64).setTtftPerPromptTokenMs(50)
+      .setEnablePromptTokensDetails(true)).await();
+    SimClient http = new SimClient(vertx);
+    JsonObject body = SimClient.completion(words("sys", 200)).put("max_tokens", 1);
+    SimClient.Reply abandoned = http.postWithIdleTimeout(engine, "/v1/completions", body, 300);
+    assertTrue(abandoned.failure != null, "the client gave up during the first chunk (64 tokens, 3.2 s): " + abandoned.status);
+    assertTrue(http.eventually(() -> engine.stats().getInteger("blocks_in_use") == 0), engine.stats().encode());
+    assertEquals(4, engine.stats().getInteger("blocks_cached"),
+      "vLLM caches the blocks of the tokens scheduled so far (num_computed_tokens + num_new_tokens), not the whole prompt");
+
+    engine.config().setTtftPerPromptTokenMs(0);
+    assertEquals(64, cachedTokens(http.post(engine, "/v1/completions", body)), "only the first chunk's 4 blocks were computed");
+  }
 }
