@@ -31,8 +31,11 @@ final class PrefixExchange {
   static final int CHUNK = 1_024;
   /** How long a snapshot may take in all (a start waits for it at most this long); each chunk, too. */
   static final long SNAPSHOT_TIMEOUT_MS = 2_000;
-  /** Requests per snapshot: the bus picks members in turn, and may pick this replica first. */
-  private static final int ASKS = 3;
+  /**
+   * Requests per snapshot: the bus picks members in turn, and may pick this replica, or a peer that does not answer (a
+   * paused one), first; each ask waits a share of the bound, so a silent peer costs one share, not the whole snapshot.
+   */
+  private static final int ASKS = 4;
   private static final Logger LOG = Logger.getLogger(PrefixExchange.class.getName());
 
   private final Vertx vertx;
@@ -93,12 +96,17 @@ final class PrefixExchange {
   }
 
   private void ask(JsonObject taking, int asks, Promise<Void> done) {
-    vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_SNAPSHOT, new JsonObject().put("origin", replica), chunkTimeout())
+    DeliveryOptions share = new DeliveryOptions().setSendTimeout(SNAPSHOT_TIMEOUT_MS / ASKS);
+    vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_SNAPSHOT, new JsonObject().put("origin", replica), share)
         .onSuccess(chunk -> take(taking, chunk, done))
         .onFailure(err -> {
           boolean own = err instanceof ReplyException r && r.failureCode() == Failures.OWN_REPLICA;
-          if (own && asks > 1) {
+          boolean silent = err instanceof ReplyException r && r.failureType() == ReplyFailure.TIMEOUT;
+          if ((own || silent) && asks > 1) {
+            if (silent) taking.put("silent", taking.getInteger("silent", 0) + 1);
             ask(taking, asks - 1, done);
+          } else if (silent || own && taking.containsKey("silent")) {
+            end(taking, "timeout", null, done);
           } else if (own || err instanceof ReplyException r && r.failureType() == ReplyFailure.NO_HANDLERS) {
             end(taking, "no_peer", null, done);
           } else {
