@@ -57,10 +57,11 @@ final class PrefixIndex {
   /**
    * A peer's entry, its homes newest first: taken whole (in that order) when this index does not know the prefix; a
    * prefix it knows keeps its homes, placed here or learned by exchange while the snapshot was on its way. Whether
-   * it was taken.
+   * it was taken. A full index takes none: a peer's prefix of unknown age never pushes out one this replica knows
+   * (a replica that comes back full keeps its own, and learns the rest by exchange as they are placed again).
    */
   boolean fill(String affinity, List<String> newestFirst) {
-    if (newestFirst.isEmpty() || homes.containsKey(affinity)) return false;
+    if (newestFirst.isEmpty() || homes.size() >= CAPACITY || homes.containsKey(affinity)) return false;
     homes.put(affinity, new String[] {newestFirst.get(0), newestFirst.size() > 1 ? newestFirst.get(1) : null});
     return true;
   }

@@ -35,6 +35,16 @@ class PrefixIndexTest {
   }
 
   @Test
+  void aSnapshotTakenIntoAFullIndexForgetsNothingThisReplicaKnows() {
+    PrefixIndex index = new PrefixIndex();
+    for (int i = 0; i < PrefixIndex.CAPACITY; i++) index.placed("own " + i, "A");
+    assertTrue(!index.fill("peer's", List.of("B")), "no room: a peer's prefix of unknown age does not push out one placed here");
+    assertEquals(PrefixIndex.CAPACITY, index.size());
+    assertEquals(List.of("A"), index.homes("own 0"), "the least recently used own prefix is still known");
+    assertEquals(List.of(), index.homes("peer's"));
+  }
+
+  @Test
   void aFloodOfUniquePromptsIsBoundedAndForgetsTheLeastRecentlyUsedFirst() {
     PrefixIndex index = new PrefixIndex();
     index.placed("shared", "A");

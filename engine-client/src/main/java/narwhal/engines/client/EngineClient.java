@@ -266,10 +266,15 @@ public final class EngineClient {
         cachedTokens(usage));
   }
 
-  /** {@code usage.prompt_tokens_details.cached_tokens} of an answer, or null. */
-  private static Integer cachedTokens(Object usage) {
-    return usage instanceof JsonObject u && u.getValue("prompt_tokens_details") instanceof JsonObject details
-        && details.getValue("cached_tokens") instanceof Number n ? n.intValue() : null;
+  /**
+   * {@code usage.prompt_tokens_details.cached_tokens} of an answer, or null, also for what is not a count of tokens
+   * (negative, fractional, beyond an int): a broken engine's figure never reaches the journal or a counter.
+   */
+  static Integer cachedTokens(Object usage) {
+    if (!(usage instanceof JsonObject u && u.getValue("prompt_tokens_details") instanceof JsonObject details
+        && details.getValue("cached_tokens") instanceof Number n)) return null;
+    double v = n.doubleValue();
+    return v >= 0 && v <= Integer.MAX_VALUE && v == Math.rint(v) ? n.intValue() : null;
   }
 
   /** Whether a descriptor names KV blocks ({@code remote_block_ids} not empty): the producer holds them for a consumer. */

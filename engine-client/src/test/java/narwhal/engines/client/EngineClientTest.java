@@ -228,4 +228,17 @@ class EngineClientTest {
       throw new AssertionError(e);
     }
   }
+
+  @Test
+  void aProducersCachedTokensCountOnlyWhenTheyAreACountOfTokens() {
+    java.util.function.Function<Object, Integer> cached = v -> EngineClient.cachedTokens(new JsonObject()
+        .put("prompt_tokens", 100).put("prompt_tokens_details", new JsonObject().put("cached_tokens", v)));
+    assertEquals(96, cached.apply(96));
+    assertEquals(0, cached.apply(0));
+    assertEquals(96, cached.apply(96.0), "a JSON number written as 96.0 is still 96");
+    for (Object broken : new Object[] {-16, 95.5, 1e12, "96", null}) {
+      assertEquals(null, cached.apply(broken), "not a count of tokens: " + broken);
+    }
+    assertEquals(null, EngineClient.cachedTokens(new JsonObject().put("prompt_tokens", 100)), "no details, no figure");
+  }
 }
