@@ -135,7 +135,10 @@ public final class NarwhalNode {
         })
         .onSuccess(vertx -> {
           NarwhalNode node = new NarwhalNode(vertx, registry, cluster, health, config, env);
-          if (cluster != null) LiteMemberLeaves.watch(config.cluster().name(), cluster.getHazelcastInstance());
+          if (cluster != null) {
+            LiteMemberLeaves.watch(config.cluster().name(), cluster.getHazelcastInstance());
+            announcePeerJoins(vertx, cluster.getHazelcastInstance());
+          }
           if (health == null) {
             created.complete(node);
             return;
@@ -145,6 +148,27 @@ public final class NarwhalNode {
               .onFailure(err -> node.close().onComplete(x -> created.fail(err)));
         });
     return created.future();
+  }
+
+  /**
+   * Tells placement when a router replica joins the cluster ({@link Addresses#PLACEMENT_PEER_JOINED}): a new one, or
+   * one back from a freeze or a partition. A frozen replica's own view of the shared state may never have failed
+   * (nothing ran while it was stopped), so only the membership says that it missed the other replicas' exchanges.
+   * Admin commands join as lite members and are not replicas.
+   */
+  private static void announcePeerJoins(Vertx vertx, com.hazelcast.core.HazelcastInstance hazelcast) {
+    hazelcast.getCluster().addMembershipListener(new com.hazelcast.cluster.MembershipListener() {
+      @Override
+      public void memberAdded(com.hazelcast.cluster.MembershipEvent event) {
+        if (!event.getMember().isLiteMember()) {
+          vertx.eventBus().send(Addresses.PLACEMENT_PEER_JOINED, null, new io.vertx.core.eventbus.DeliveryOptions().setLocalOnly(true));
+        }
+      }
+
+      @Override
+      public void memberRemoved(com.hazelcast.cluster.MembershipEvent event) {
+      }
+    });
   }
 
   private Future<Void> startSims() {

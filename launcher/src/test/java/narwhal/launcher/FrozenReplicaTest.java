@@ -23,9 +23,11 @@ class FrozenReplicaTest {
 
   @Test
   void anEjectionMadeWhileAReplicaWasFrozenReachesItAfterItThaws() throws Exception {
-    ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode"), json -> json
+    ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode", "D1:decode"), json -> json
         .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000))
-        .put("serving", new JsonObject().put("drain_delay_s", 0)), (iid, o) -> { });
+        .put("serving", new JsonObject().put("drain_delay_s", 0))
+        .put("placement", new JsonObject().put("policy", "cache_aware").put("metrics_interval_s", 0.5)
+            .put("prefix_block_chars", 16).put("prefix_blocks", 1)), (iid, o) -> { });
     JsonObject fleet = h.fleetJson();
     fleet.getJsonObject("cluster").put("members", new io.vertx.core.json.JsonArray()
         .add("127.0.0.1:" + h.basePort).add("127.0.0.1:" + (h.basePort + 1)));
@@ -39,11 +41,21 @@ class FrozenReplicaTest {
       ReplicaProcess.AdminRun eject = ReplicaProcess.adminOutput(file, "eject", "D1");
       assertEquals(0, eject.exit(), "the admin command went through the replica that was not frozen: " + eject.text());
       assertEquals("ejected", a.engineState("D1"));
+      for (int i = 0; i < 3; i++) {
+        JsonObject body = new JsonObject().put("model", ClusterHarness.MODEL).put("max_tokens", 2)
+            .put("prompt", "Prompt " + i + " of A, placed while B was frozen");
+        assertEquals(200, a.post("/v1/completions", body), "A serves while B is frozen");
+      }
       b.signal("CONT");
       awaitState(b, "D1", "ejected", () -> "the thawed replica: " + b.state());
       assertEquals("ejected", a.engineState("D1"), "and the other replica kept it");
       b.awaitState(s -> "closed".equals(s.getString("shared_state")), 60, () -> "the thawed replica's guard closed");
       assertEquals("closed", b.state().getString("shared_state"), "the thawed replica's guard closes again");
+      b.awaitState(s -> {
+        JsonObject snapshot = s.getJsonObject("placement").getJsonObject("prefix_snapshot");
+        return snapshot != null && !"start".equals(snapshot.getString("on")) && "learned".equals(snapshot.getString("outcome"))
+            && s.getJsonObject("placement").getInteger("prefixes_known") >= 3;
+      }, 60, () -> "the thawed replica took the prefix index again and knows what A placed while it was frozen");
     } finally {
       h.close();
     }

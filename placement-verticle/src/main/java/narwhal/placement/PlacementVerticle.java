@@ -49,6 +49,11 @@ import java.util.function.UnaryOperator;
  */
 public final class PlacementVerticle extends VerticleBase {
   static final long DEFAULT_RESYNC_MS = 1_000;
+  /**
+   * How long after a peer joined the snapshot is asked for: a member back from a merge registers its consumers again,
+   * and a request before that finds no one.
+   */
+  private static final long PEER_SETTLE_MS = 2_000;
   private static final String FLEET_HOLD = "FLEET_HOLD: the fleet is held for a whole-wave restart";
 
   private final PlacementTable table;
@@ -117,6 +122,8 @@ public final class PlacementVerticle extends VerticleBase {
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RESERVE, this::reserve),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> table.release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
+        vertx.eventBus().localConsumer(Addresses.PLACEMENT_PEER_JOINED,
+            msg -> vertx.setTimer(PEER_SETTLE_MS, t -> prefixes.snapshot("peer_joined"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_UNLIST,
             msg -> table.unlist(msg.body().getString("iid"), msg.body().getString("model"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_MODELS, msg -> msg.reply(new JsonObject()

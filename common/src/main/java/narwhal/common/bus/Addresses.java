@@ -34,6 +34,11 @@ public final class Addresses {
    * {@link Failures#OWN_REPLICA} when the request reached the replica that sent it.
    */
   public static final String PLACEMENT_SNAPSHOT = "narwhal.placement.snapshot";
+  /**
+   * Local: a router replica joined this replica's cluster, a new one or one back from a freeze or a partition (the
+   * split clusters merged): each side may have missed the other's prefix exchanges, so placement takes a snapshot.
+   */
+  public static final String PLACEMENT_PEER_JOINED = "narwhal.placement.peer-joined";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */
