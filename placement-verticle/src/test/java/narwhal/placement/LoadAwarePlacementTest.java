@@ -105,6 +105,22 @@ class LoadAwarePlacementTest {
         "with no reading at all, reservations decide");
   }
 
+  @Test
+  void anEngineWhoseReadingsKeepFailingGetsNoMoreWorkThanOneWithReadingsWhileLongLegsPileUp() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    // long requests: no leg ends; each interval D0 is read (it runs this replica's legs, nothing else) and D1's /metrics fails
+    for (int interval = 0; interval < 5; interval++) {
+      now.addAndGet(1_000);
+      t.applyLoad(reading("D0", t.reserved("D0", Phase.DECODE), 0, 0));
+      t.applyLoad(EngineLoad.failed("D1", now.get(), "test", "could not read /metrics: Timeout 500 (ms) fired"));
+      for (int i = 0; i < 10; i++) place(t, Phase.DECODE, null);
+    }
+    int d0 = t.reserved("D0", Phase.DECODE);
+    int d1 = t.reserved("D1", Phase.DECODE);
+    assertTrue(d1 <= d0, "an engine of unknown load counts as the busiest known, never idle: this replica's legs still on it"
+        + " count though its last reading failed; D1 (unknown) holds " + d1 + " legs, D0 (read) " + d0);
+  }
+
   /** Reserves and releases at once (a leg that ended): the placement's choice without load piling up. */
   private static narwhal.common.bus.Reservation leg(PlacementTable t, String affinity, Set<String> exclude) {
     var r = t.reserve(Phase.PREFILL, exclude, null, affinity).orElseThrow();
