@@ -367,8 +367,8 @@ final class PlacementTable {
    * legs, running or queued there, count once, as reservations) and the
    * legs they sent since (for a decode, scaled up by the KV cache's fill), weighted up by its failure streak. A reading
    * is up to an interval old: its own legs that ended since are no load, so they are not taken from it. A candidate
-   * without a fresh reading counts as one more than the busiest reading, plus the legs sent to it since: never idle, still used
-   * as the others fill. Null when no candidate has a reading (then reservations decide, as the load a prefix or a
+   * without a fresh reading counts as one more than the busiest reading, plus this replica's legs on it and the legs the
+   * other replicas sent since: never idle, still used as the others fill. Null when no candidate has a reading (then reservations decide, as the load a prefix or a
    * session is bounded by under {@code cache_aware}).
    */
   private double[] scores(List<Slot> candidates, Phase phase) {
@@ -391,7 +391,11 @@ final class PlacementTable {
     if (busiest < 0) return null;
     for (int i = 0; i < scores.length; i++) {
       Slot s = candidates.get(i);
-      if (Double.isNaN(scores[i])) scores[i] = busiest + 1 + s.sent + s.othersSent;
+      // this replica's legs on it count whole, as on a read engine: a failed reading restarts the count of legs sent
+      // since, and counting only those made an engine whose /metrics keeps failing look idle each interval
+      if (Double.isNaN(scores[i])) {
+        scores[i] = busiest + 1 + s.reserved[Phase.PREFILL.ordinal()] + s.reserved[Phase.DECODE.ordinal()] + s.othersSent;
+      }
       double streak = streakWeight(s, now);
       if (streak > 0) scores[i] = (scores[i] + 1) * (1 + 2.0 * streak / ejectAfter) - 1;
     }
