@@ -34,6 +34,12 @@ import java.util.Set;
  */
 final class PlacementTable {
   private final Map<String, Slot> slots = new LinkedHashMap<>();
+  /**
+   * Removed engines whose legs still run: their reservations release here, and an engine added back before they end
+   * takes its slot again (its legs still run on it). Without this, a leg released on the slot of an engine added back
+   * took the new slot's count below zero, and placement took the engine for the idlest of all.
+   */
+  private final Map<String, Slot> retired = new HashMap<>();
   private final Map<String, Reservation> reservations = new HashMap<>();
   /** For each reservation, the time of its engine's reading when it was made (0: none). */
   private final Map<String, Long> madeAgainst = new HashMap<>();
@@ -103,7 +109,18 @@ final class PlacementTable {
   public synchronized void setEngines(List<EngineConfig> engines) {
     Map<String, Slot> kept = new LinkedHashMap<>();
     for (EngineConfig engine : engines) {
-      Slot slot = slots.getOrDefault(engine.iid(), new Slot(engine));
+      Slot slot = slots.get(engine.iid());
+      if (slot == null) slot = retired.remove(engine.iid());
+      if (slot == null) {
+        slot = new Slot(engine);
+      } else if (!slots.containsKey(engine.iid())) {
+        // added back while legs made before its removal still run: it keeps their count, nothing else
+        slot.listed = null;
+        slot.load = null;
+        slot.sent = 0;
+        slot.othersSent = 0;
+        slot.state = EngineState.SERVING;
+      }
       if (!engine.equals(slot.engine)) {
         prefixes.forget(engine.iid());
         slot.listed = null;
@@ -114,7 +131,11 @@ final class PlacementTable {
       slot.engine = engine;
       kept.put(engine.iid(), slot);
     }
-    slots.keySet().stream().filter(iid -> !kept.containsKey(iid)).forEach(prefixes::forget);
+    slots.forEach((iid, slot) -> {
+      if (kept.containsKey(iid)) return;
+      prefixes.forget(iid);
+      if (holds(slot)) retired.put(iid, slot);
+    });
     slots.clear();
     slots.putAll(kept);
   }
@@ -470,11 +491,18 @@ final class PlacementTable {
     Long against = madeAgainst.remove(id);
     if (reservation == null) return false;
     Slot slot = slots.get(reservation.iid());
+    if (slot == null) slot = retired.get(reservation.iid());
     if (slot != null) {
       slot.reserved[reservation.phase().ordinal()]--;
       if (slot.sent > 0 && against != null && against == (slot.load == null ? 0L : slot.load.readAtMs())) slot.sent--;
+      if (!slots.containsKey(reservation.iid()) && !holds(slot)) retired.remove(reservation.iid());
     }
     return true;
+  }
+
+  private static boolean holds(Slot slot) {
+    for (int n : slot.reserved) if (n > 0) return true;
+    return false;
   }
 
   public synchronized int reserved(String iid, Phase phase) {
