@@ -97,6 +97,29 @@ class ContinuousBatchingTest {
   }
 
   @Test
+  void aSequenceThatEndsDuringAStepDoesNotStartASecondRoundOfSteps(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setItlMs(20)).await();
+    SimClient http = new SimClient(vertx);
+    long started = System.nanoTime();
+    // short ones end (and leave the batch) inside a step's completion while the long one still runs: each used to
+    // start another chain of timed steps beside the running one, and the long one then decoded several times faster
+    // than its own simulated time (under the router's load, 300 tokens of 20 ms steps in 0.67 s)
+    List<Future<SimClient.Reply>> shorts = new ArrayList<>();
+    Future<SimClient.Reply> longOne = post(http, engine, SimClient.completion("the long one").put("max_tokens", 40).put("ignore_eos", true), "long");
+    for (int i = 0; i < 3; i++) {
+      shorts.add(post(http, engine, SimClient.completion("short " + i).put("max_tokens", 2 + 2 * i).put("ignore_eos", true), "s" + i));
+    }
+    assertEquals(200, longOne.await().status);
+    double wallMs = (System.nanoTime() - started) / 1e6;
+    shorts.forEach(f -> assertEquals(200, f.await().status));
+    JsonObject entry = logged(engine, "long");
+    double simulated = entry.getDouble("sim_ttft_ms") + entry.getDouble("sim_decode_ms");
+    // a lower bound only: a loaded machine makes the wall clock longer, never shorter, than the timers' delays
+    assertTrue(wallMs >= simulated - 1, "steps are waited for on a real timer, one at a time: 40 steps of 20 ms simulated "
+        + simulated + " ms took " + wallMs + " ms of wall clock");
+  }
+
+  @Test
   void aLongPromptIsPrefilledInChunksOfMaxNumBatchedTokens(Vertx vertx) {
     SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setMaxNumBatchedTokens(64).setTtftPerPromptTokenMs(0.1)).await();
     SimClient http = new SimClient(vertx);
