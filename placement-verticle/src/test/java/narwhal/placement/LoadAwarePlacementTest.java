@@ -121,6 +121,21 @@ class LoadAwarePlacementTest {
         + " count though its last reading failed; D1 (unknown) holds " + d1 + " legs, D0 (read) " + d0);
   }
 
+  @Test
+  void aSessionWhoseProducerIsOutOfServiceIsASpillInItsJournalReason() {
+    PlacementTable t = table(PlacementConfig.CACHE_AWARE);
+    for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 1, 0, 0));
+    var home = leg(t, "session:conv-42", Set.of());
+    assertEquals("session", home.reason());
+    t.setState(home.iid(), narwhal.common.bus.EngineState.DRAINING);
+    var moved = leg(t, "session:conv-42", Set.of());
+    assertNotEquals(home.iid(), moved.iid());
+    assertEquals("spill", moved.reason(), "the session's producer " + home.iid() + " is drained: " + moved.iid()
+        + " is not where the conversation's blocks are (docs/metrics.md: spill, the session's producer was not a candidate)");
+    var excluded = leg(t, "session:conv-43", Set.of());
+    assertEquals("spill", leg(t, "session:conv-43", Set.of(excluded.iid())).reason(), "nor is a retry's other engine");
+  }
+
   /** Reserves and releases at once (a leg that ended): the placement's choice without load piling up. */
   private static narwhal.common.bus.Reservation leg(PlacementTable t, String affinity, Set<String> exclude) {
     var r = t.reserve(Phase.PREFILL, exclude, null, affinity).orElseThrow();
