@@ -245,7 +245,10 @@ final class PlacementTable {
       } else if (cacheAware && prefix == null) {
         int index = byAffinity(candidates, scores, affinity);
         chosen = candidates.get(Math.abs(index) - 1);
-        reason = index > 0 ? "session" : unread ? Reservation.LEAST_RESERVED : "spill";
+        // the session's producer is the first in its order of every engine that could take the leg, in service or
+        // not: when that one is drained, ejected or excluded, the leg is not where the conversation's blocks are
+        boolean home = index > 0 && chosen == sessionProducer(phase, model, local, affinity);
+        reason = home ? "session" : unread ? Reservation.LEAST_RESERVED : "spill";
       } else if (prefix != null) {
         List<String> homes = prefixes.homes(prefix);
         int home = byPrefix(candidates, scores, homes);
@@ -467,6 +470,22 @@ final class PlacementTable {
     }
     if (within == first) return first + 1;
     return within < 0 ? -(first + 1) : -(within + 1);
+  }
+
+  /** The first engine in {@code affinity}'s rendezvous order of those whose role and model could take the leg, in service or not. */
+  private Slot sessionProducer(Phase phase, String model, boolean local, String affinity) {
+    long key = fnv1a(affinity);
+    Slot first = null;
+    long firstWeight = 0;
+    for (Slot slot : slots.values()) {
+      if (!permits(slot.engine.role(), phase) || !slot.serves(model) || local && slot.engine.role() != Role.BOTH) continue;
+      long weight = mix(key ^ slot.hash);
+      if (first == null || Long.compareUnsigned(weight, firstWeight) > 0) {
+        first = slot;
+        firstWeight = weight;
+      }
+    }
+    return first;
   }
 
   static long fnv1a(String s) {
