@@ -293,6 +293,8 @@ class LoadAwarePlacementTest {
     assertTrue(!absurd.ok() && absurd.error().contains("not a load"), "a queue no engine can have is not a load: " + absurd);
     assertTrue(!EngineLoad.parse("P3", "vllm:num_requests_running 2e9\nvllm:num_requests_waiting 0\n", 0, "t").ok());
     assertTrue(EngineLoad.parse("P3", "vllm:num_requests_running 250000\nvllm:num_requests_waiting 1e6\n", 0, "t").ok());
+    assertTrue(!EngineLoad.parse("P3", "vllm:num_requests_running 9e8\nvllm:num_requests_waiting 9e8\n", 0, "t").ok(),
+        "a queue (running + waiting) of 1.8e9 requests is more than 1e9 (docs/operations.md), though neither gauge is");
     t.applyLoad(absurd);
     for (String p : List.of("P0", "P1", "P2")) t.applyLoad(reading(p, p.equals(home) ? 40 : 0, 0, 0));
     var r = leg(t, "prefix:abc", Set.of());
