@@ -31,7 +31,7 @@ final class EngineStats {
     return queries == 0 ? 0 : (double) prefixHits.get() / queries;
   }
 
-  JsonObject toJson(int handoffsHeld, int blocksInUse, int totalBlocks, int blocksCached, long steps) {
+  JsonObject toJson(int handoffsHeld, int blocksInUse, int totalBlocks, int blocksCached, long steps, long overlappingSteps) {
     return new JsonObject()
       .put("requests", requests.get())
       .put("running", running.get())
@@ -53,6 +53,7 @@ final class EngineStats {
       .put("prefix_cache_hits", prefixHits.get())
       .put("prefix_cache_hit_rate", hitRate())
       .put("engine_steps", steps)
+      .put("overlapping_steps", overlappingSteps)
       .put("tokenize_requests", tokenizeRequests.get());
   }
 }

@@ -132,11 +132,11 @@ public final class SimEngine {
    * {@code prompt_tokens}, {@code generation_tokens}, {@code blocks_in_use}, {@code total_blocks},
    * {@code unauthorized} (requests refused for a missing or wrong API key), {@code blocks_cached} (blocks keeping
    * a prefix-cache hash), {@code prefix_cache_queries} and {@code prefix_cache_hits} (in prompt tokens),
-   * {@code prefix_cache_hit_rate} (hits over queries) and {@code engine_steps} (batch steps run).
+   * {@code prefix_cache_hit_rate} (hits over queries) {@code engine_steps} (batch steps run) and {@code overlapping_steps} (steps timed while another was in flight: 0).
    */
   public JsonObject stats() {
     int held = handoffs.held();
-    return stats.toJson(held, blocks.inUse(), blocks.total(), blocks.cached(), scheduler.steps());
+    return stats.toJson(held, blocks.inUse(), blocks.total(), blocks.cached(), scheduler.steps(), scheduler.overlappingSteps());
   }
 
   /** Closes the inference port: new connections are refused until {@link #resumeListening()}. */

@@ -97,6 +97,25 @@ class ContinuousBatchingTest {
   }
 
   @Test
+  void aSequenceThatEndsDuringAStepDoesNotStartASecondRoundOfSteps(Vertx vertx) {
+    SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setItlMs(20)).await();
+    SimClient http = new SimClient(vertx);
+    // short ones end (and leave the batch) inside a step's completion while the long one still runs: each used to
+    // start another chain of timed steps beside the running one, and the long one then decoded several times faster
+    // than its own simulated time (under the router's load, 300 tokens of 20 ms steps in 0.67 s)
+    List<Future<SimClient.Reply>> shorts = new ArrayList<>();
+    Future<SimClient.Reply> longOne = post(http, engine, SimClient.completion("the long one").put("max_tokens", 40).put("ignore_eos", true), "long");
+    for (int i = 0; i < 3; i++) {
+      shorts.add(post(http, engine, SimClient.completion("short " + i).put("max_tokens", 2 + 2 * i).put("ignore_eos", true), "s" + i));
+    }
+    assertEquals(200, longOne.await().status);
+    shorts.forEach(f -> assertEquals(200, f.await().status));
+    JsonObject stats = engine.stats();
+    assertEquals(0, stats.getLong("overlapping_steps"), "steps are waited for on a real timer, one at a time: " + stats.encode());
+    assertEquals(40, stats.getLong("engine_steps"), "40 steps for the long one (its prefill step samples its first token) carry the short ones too");
+  }
+
+  @Test
   void aLongPromptIsPrefilledInChunksOfMaxNumBatchedTokens(Vertx vertx) {
     SimEngine engine = SimEngine.start(vertx, new SimEngineOptions().setMaxNumBatchedTokens(64).setTtftPerPromptTokenMs(0.1)).await();
     SimClient http = new SimClient(vertx);

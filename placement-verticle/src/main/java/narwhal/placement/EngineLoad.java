@@ -68,6 +68,10 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
       return failed(iid, readAtMs, reader, name + " is " + (running > MAX_QUEUE ? running : waiting)
           + ": not a load (expected at most 1e9 requests)");
     }
+    if (running + waiting > MAX_QUEUE) {
+      return failed(iid, readAtMs, reader, RUNNING + " + " + WAITING + " is " + (running + waiting)
+          + ": not a load (expected a queue of at most 1e9 requests)");
+    }
     return new EngineLoad(iid, running, waiting, kv, readAtMs, reader, null);
   }
 

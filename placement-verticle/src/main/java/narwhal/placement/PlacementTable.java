@@ -34,6 +34,12 @@ import java.util.Set;
  */
 final class PlacementTable {
   private final Map<String, Slot> slots = new LinkedHashMap<>();
+  /**
+   * Removed engines whose legs still run: their reservations release here, and an engine added back before they end
+   * takes its slot again (its legs still run on it). Without this, a leg released on the slot of an engine added back
+   * took the new slot's count below zero, and placement took the engine for the idlest of all.
+   */
+  private final Map<String, Slot> retired = new HashMap<>();
   private final Map<String, Reservation> reservations = new HashMap<>();
   /** For each reservation, the time of its engine's reading when it was made (0: none). */
   private final Map<String, Long> madeAgainst = new HashMap<>();
@@ -103,7 +109,18 @@ final class PlacementTable {
   public synchronized void setEngines(List<EngineConfig> engines) {
     Map<String, Slot> kept = new LinkedHashMap<>();
     for (EngineConfig engine : engines) {
-      Slot slot = slots.getOrDefault(engine.iid(), new Slot(engine));
+      Slot slot = slots.get(engine.iid());
+      if (slot == null) slot = retired.remove(engine.iid());
+      if (slot == null) {
+        slot = new Slot(engine);
+      } else if (!slots.containsKey(engine.iid())) {
+        // added back while legs made before its removal still run: it keeps their count, nothing else
+        slot.listed = null;
+        slot.load = null;
+        slot.sent = 0;
+        slot.othersSent = 0;
+        slot.state = EngineState.SERVING;
+      }
       if (!engine.equals(slot.engine)) {
         prefixes.forget(engine.iid());
         slot.listed = null;
@@ -114,7 +131,11 @@ final class PlacementTable {
       slot.engine = engine;
       kept.put(engine.iid(), slot);
     }
-    slots.keySet().stream().filter(iid -> !kept.containsKey(iid)).forEach(prefixes::forget);
+    slots.forEach((iid, slot) -> {
+      if (kept.containsKey(iid)) return;
+      prefixes.forget(iid);
+      if (holds(slot)) retired.put(iid, slot);
+    });
     slots.clear();
     slots.putAll(kept);
   }
@@ -224,7 +245,10 @@ final class PlacementTable {
       } else if (cacheAware && prefix == null) {
         int index = byAffinity(candidates, scores, affinity);
         chosen = candidates.get(Math.abs(index) - 1);
-        reason = index > 0 ? "session" : unread ? Reservation.LEAST_RESERVED : "spill";
+        // the session's producer is the first in its order of every engine that could take the leg, in service or
+        // not: when that one is drained, ejected or excluded, the leg is not where the conversation's blocks are
+        boolean home = index > 0 && chosen == sessionProducer(phase, model, local, affinity);
+        reason = home ? "session" : unread ? Reservation.LEAST_RESERVED : "spill";
       } else if (prefix != null) {
         List<String> homes = prefixes.homes(prefix);
         int home = byPrefix(candidates, scores, homes);
@@ -367,8 +391,8 @@ final class PlacementTable {
    * legs, running or queued there, count once, as reservations) and the
    * legs they sent since (for a decode, scaled up by the KV cache's fill), weighted up by its failure streak. A reading
    * is up to an interval old: its own legs that ended since are no load, so they are not taken from it. A candidate
-   * without a fresh reading counts as one more than the busiest reading, plus the legs sent to it since: never idle, still used
-   * as the others fill. Null when no candidate has a reading (then reservations decide, as the load a prefix or a
+   * without a fresh reading counts as one more than the busiest reading, plus this replica's legs on it and the legs the
+   * other replicas sent since: never idle, still used as the others fill. Null when no candidate has a reading (then reservations decide, as the load a prefix or a
    * session is bounded by under {@code cache_aware}).
    */
   private double[] scores(List<Slot> candidates, Phase phase) {
@@ -391,7 +415,11 @@ final class PlacementTable {
     if (busiest < 0) return null;
     for (int i = 0; i < scores.length; i++) {
       Slot s = candidates.get(i);
-      if (Double.isNaN(scores[i])) scores[i] = busiest + 1 + s.sent + s.othersSent;
+      // this replica's legs on it count whole, as on a read engine: a failed reading restarts the count of legs sent
+      // since, and counting only those made an engine whose /metrics keeps failing look idle each interval
+      if (Double.isNaN(scores[i])) {
+        scores[i] = busiest + 1 + s.reserved[Phase.PREFILL.ordinal()] + s.reserved[Phase.DECODE.ordinal()] + s.othersSent;
+      }
       double streak = streakWeight(s, now);
       if (streak > 0) scores[i] = (scores[i] + 1) * (1 + 2.0 * streak / ejectAfter) - 1;
     }
@@ -444,6 +472,22 @@ final class PlacementTable {
     return within < 0 ? -(first + 1) : -(within + 1);
   }
 
+  /** The first engine in {@code affinity}'s rendezvous order of those whose role and model could take the leg, in service or not. */
+  private Slot sessionProducer(Phase phase, String model, boolean local, String affinity) {
+    long key = fnv1a(affinity);
+    Slot first = null;
+    long firstWeight = 0;
+    for (Slot slot : slots.values()) {
+      if (!permits(slot.engine.role(), phase) || !slot.serves(model) || local && slot.engine.role() != Role.BOTH) continue;
+      long weight = mix(key ^ slot.hash);
+      if (first == null || Long.compareUnsigned(weight, firstWeight) > 0) {
+        first = slot;
+        firstWeight = weight;
+      }
+    }
+    return first;
+  }
+
   static long fnv1a(String s) {
     long h = 0xcbf29ce484222325L;
     for (int i = 0; i < s.length(); i++) {
@@ -466,11 +510,18 @@ final class PlacementTable {
     Long against = madeAgainst.remove(id);
     if (reservation == null) return false;
     Slot slot = slots.get(reservation.iid());
+    if (slot == null) slot = retired.get(reservation.iid());
     if (slot != null) {
       slot.reserved[reservation.phase().ordinal()]--;
       if (slot.sent > 0 && against != null && against == (slot.load == null ? 0L : slot.load.readAtMs())) slot.sent--;
+      if (!slots.containsKey(reservation.iid()) && !holds(slot)) retired.remove(reservation.iid());
     }
     return true;
+  }
+
+  private static boolean holds(Slot slot) {
+    for (int n : slot.reserved) if (n > 0) return true;
+    return false;
   }
 
   public synchronized int reserved(String iid, Phase phase) {

@@ -105,6 +105,37 @@ class LoadAwarePlacementTest {
         "with no reading at all, reservations decide");
   }
 
+  @Test
+  void anEngineWhoseReadingsKeepFailingGetsNoMoreWorkThanOneWithReadingsWhileLongLegsPileUp() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    // long requests: no leg ends; each interval D0 is read (it runs this replica's legs, nothing else) and D1's /metrics fails
+    for (int interval = 0; interval < 5; interval++) {
+      now.addAndGet(1_000);
+      t.applyLoad(reading("D0", t.reserved("D0", Phase.DECODE), 0, 0));
+      t.applyLoad(EngineLoad.failed("D1", now.get(), "test", "could not read /metrics: Timeout 500 (ms) fired"));
+      for (int i = 0; i < 10; i++) place(t, Phase.DECODE, null);
+    }
+    int d0 = t.reserved("D0", Phase.DECODE);
+    int d1 = t.reserved("D1", Phase.DECODE);
+    assertTrue(d1 <= d0, "an engine of unknown load counts as the busiest known, never idle: this replica's legs still on it"
+        + " count though its last reading failed; D1 (unknown) holds " + d1 + " legs, D0 (read) " + d0);
+  }
+
+  @Test
+  void aSessionWhoseProducerIsOutOfServiceIsASpillInItsJournalReason() {
+    PlacementTable t = table(PlacementConfig.CACHE_AWARE);
+    for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 1, 0, 0));
+    var home = leg(t, "session:conv-42", Set.of());
+    assertEquals("session", home.reason());
+    t.setState(home.iid(), narwhal.common.bus.EngineState.DRAINING);
+    var moved = leg(t, "session:conv-42", Set.of());
+    assertNotEquals(home.iid(), moved.iid());
+    assertEquals("spill", moved.reason(), "the session's producer " + home.iid() + " is drained: " + moved.iid()
+        + " is not where the conversation's blocks are (docs/metrics.md: spill, the session's producer was not a candidate)");
+    var excluded = leg(t, "session:conv-43", Set.of());
+    assertEquals("spill", leg(t, "session:conv-43", Set.of(excluded.iid())).reason(), "nor is a retry's other engine");
+  }
+
   /** Reserves and releases at once (a leg that ended): the placement's choice without load piling up. */
   private static narwhal.common.bus.Reservation leg(PlacementTable t, String affinity, Set<String> exclude) {
     var r = t.reserve(Phase.PREFILL, exclude, null, affinity).orElseThrow();
@@ -262,6 +293,8 @@ class LoadAwarePlacementTest {
     assertTrue(!absurd.ok() && absurd.error().contains("not a load"), "a queue no engine can have is not a load: " + absurd);
     assertTrue(!EngineLoad.parse("P3", "vllm:num_requests_running 2e9\nvllm:num_requests_waiting 0\n", 0, "t").ok());
     assertTrue(EngineLoad.parse("P3", "vllm:num_requests_running 250000\nvllm:num_requests_waiting 1e6\n", 0, "t").ok());
+    assertTrue(!EngineLoad.parse("P3", "vllm:num_requests_running 9e8\nvllm:num_requests_waiting 9e8\n", 0, "t").ok(),
+        "a queue (running + waiting) of 1.8e9 requests is more than 1e9 (docs/operations.md), though neither gauge is");
     t.applyLoad(absurd);
     for (String p : List.of("P0", "P1", "P2")) t.applyLoad(reading(p, p.equals(home) ? 40 : 0, 0, 0));
     var r = leg(t, "prefix:abc", Set.of());

@@ -24,6 +24,21 @@ class PlacementTableTest {
       engine("P0", Role.PREFILL), engine("P1", Role.PREFILL), engine("D0", Role.DECODE), engine("B0", Role.BOTH)));
 
   @Test
+  void anEngineRemovedAndAddedBackWhileItsLegsRunCountsThemUntilTheyEndNeverBelowZero() {
+    List<EngineConfig> fleet = List.of(engine("P0", Role.PREFILL), engine("P1", Role.PREFILL), engine("D0", Role.DECODE));
+    PlacementTable t = new PlacementTable(fleet);
+    List<Reservation> running = new ArrayList<>();
+    for (int i = 0; i < 3; i++) running.add(t.reserve(Phase.PREFILL, Set.of("P1"), null).orElseThrow());
+    t.setEngines(List.of(fleet.get(1), fleet.get(2)));
+    t.setEngines(fleet);
+    running.forEach(r -> t.release(r.id()));
+    assertEquals(0, t.reserved("P0", Phase.PREFILL), "P0's three legs ended: it holds none, not minus three");
+    List<String> picks = new ArrayList<>();
+    for (int i = 0; i < 4; i++) picks.add(t.reserve(Phase.PREFILL, Set.of(), null).orElseThrow().iid());
+    assertEquals(2, picks.stream().filter("P0"::equals).count(), "P0 and P1 share new legs evenly: " + picks);
+  }
+
+  @Test
   void rolesDecideCandidates() {
     for (int i = 0; i < 6; i++) {
       String iid = table.reserve(Phase.DECODE, Set.of(), null).orElseThrow().iid();
