@@ -37,8 +37,12 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
       "a number from 0.05 to 3600");
   static final Key<PlacementConfig, Double> METRICS_TIMEOUT_S = Key.number("metrics_timeout_s",
       PlacementConfig::metricsTimeoutS, DEFAULT_METRICS_TIMEOUT_S, v -> v >= 0.01 && v <= 60, "a number from 0.01 to 60");
-  static final Key<PlacementConfig, String> SESSION_HEADER = Key.string("session_header",
-      PlacementConfig::sessionHeader, DEFAULT_SESSION_HEADER);
+  /** Headers every request carries alike, or that frame it: as a session they pin unrelated requests together. */
+  private static final List<String> NOT_A_SESSION = List.of("content-length", "content-type", "transfer-encoding", "host",
+      "connection", "accept", "user-agent");
+  static final Key<PlacementConfig, String> SESSION_HEADER = Key.text("session_header",
+      PlacementConfig::sessionHeader, DEFAULT_SESSION_HEADER, PlacementConfig::sessionHeaderName,
+      "\"\" (off) or an HTTP header name (letters, digits and !#$%&'*+-.^_`|~) other than " + String.join(", ", NOT_A_SESSION));
   static final Key<PlacementConfig, Integer> PREFIX_BLOCK_CHARS = Key.integer("prefix_block_chars",
       PlacementConfig::prefixBlockChars, DEFAULT_PREFIX_BLOCK_CHARS, 16, 65_536);
   static final Key<PlacementConfig, Integer> PREFIX_BLOCKS = Key.integer("prefix_blocks", PlacementConfig::prefixBlocks,
@@ -97,5 +101,16 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
 
   public JsonObject toJson() {
     return SECTION.toJson(this);
+  }
+
+  /** {@code ""}, or a header name (RFC 9110 token) a client can send per conversation. */
+  private static boolean sessionHeaderName(String name) {
+    if (name.isEmpty()) return true;
+    for (int i = 0; i < name.length(); i++) {
+      char c = name.charAt(i);
+      boolean tchar = c < 128 && (Character.isLetterOrDigit(c) || "!#$%&'*+-.^_`|~".indexOf(c) >= 0);
+      if (!tchar) return false;
+    }
+    return !NOT_A_SESSION.contains(name.toLowerCase(java.util.Locale.ROOT));
   }
 }

@@ -27,4 +27,21 @@ class PlacementConfigTest {
     assertEquals("placement.local_prefill_max_tokens", e.key());
     assertEquals("placement.local_prefill_max_tokens: -1 is not valid: expected an integer from 0 to 1048576", e.getMessage());
   }
+
+  @Test
+  void theSessionHeaderIsOffOrAHeaderNameAClientSendsPerConversation() {
+    for (String ok : new String[] {"", "x-session-id", "X-Conversation", "x_user.id"}) {
+      String json = new io.vertx.core.json.JsonObject().put("session_header", ok).encode();
+      assertEquals(ok, NarwhalConfig.fromJson(withSection("placement", json)).placement().sessionHeader());
+    }
+    String expectation = "expected \"\" (off) or an HTTP header name (letters, digits and !#$%&'*+-.^_`|~) other than "
+        + "content-length, content-type, transfer-encoding, host, connection, accept, user-agent";
+    for (String bad : new String[] {"x session", "x-sessión", "x-id:", "Content-Length", "host"}) {
+      String json = new io.vertx.core.json.JsonObject().put("session_header", bad).encode();
+      ConfigException e = assertThrows(ConfigException.class, () -> NarwhalConfig.fromJson(withSection("placement", json)));
+      assertEquals("placement.session_header", e.key());
+      assertEquals("placement.session_header: " + new io.vertx.core.json.JsonArray().add(bad).encode().replaceAll("^\\[|\\]$", "")
+          + " is not valid: " + expectation, e.getMessage());
+    }
+  }
 }
