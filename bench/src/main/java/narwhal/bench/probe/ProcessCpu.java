@@ -64,6 +64,28 @@ public final class ProcessCpu {
     }
   }
 
+  /**
+   * Seconds the threads of a process now alive have spent runnable but waiting for a core (the second field of each of its
+   * threads' {@code schedstat} under {@code /proc/<pid>/task}, in ns); -1 where {@code /proc} has no schedstat. On a machine whose cores
+   * are shared, the part of a request's latency that is queueing for the CPU rather than work.
+   */
+  public static double waitSeconds(long pid) {
+    Path tasks = Path.of("/proc/" + pid + "/task");
+    try (var threads = Files.list(tasks)) {
+      return threads.mapToLong(ProcessCpu::threadWaitNanos).sum() / 1e9;
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  private static long threadWaitNanos(Path task) {
+    try {
+      return Long.parseLong(Files.readString(task.resolve("schedstat")).trim().split(" ")[1]);
+    } catch (IOException | RuntimeException threadGone) {
+      return 0;
+    }
+  }
+
   public static double self() {
     return seconds(ProcessHandle.current().pid());
   }

@@ -112,6 +112,10 @@ public final class HaproxyProcess implements AutoCloseable {
     }
   }
 
+  public long pid() {
+    return process.pid();
+  }
+
   public int port() {
     return port;
   }

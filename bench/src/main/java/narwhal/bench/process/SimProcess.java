@@ -62,6 +62,10 @@ public final class SimProcess implements EngineFleet {
     return engines;
   }
 
+  public long pid() {
+    return process.pid();
+  }
+
   public double cpuSeconds() {
     return ProcessCpu.seconds(process.pid());
   }

@@ -9,6 +9,7 @@ import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -84,6 +85,16 @@ final class PlacementBreakdown {
         ms(slowest, "first_byte_s", 0.5), ms(slowest, "first_byte_s", 0.99));
   }
 
+  /**
+   * The medians of the rows whose request arrived at {@code from} or later (a run's measured window): time to the first
+   * byte sent ({@code first_byte_ms}) and to the end of the prefill ({@code prefill_ms}), and how many rows.
+   */
+  static JsonObject medians(List<JsonObject> rows, Instant from) {
+    List<JsonObject> measured = rows.stream().filter(r -> r.getValue("arrived") instanceof String a && !Instant.parse(a).isBefore(from)).toList();
+    return new JsonObject().put("requests", measured.size()).put("first_byte_ms", quantileMs(measured, "first_byte_s", 0.5))
+        .put("prefill_ms", quantileMs(measured, "ttft_s", 0.5));
+  }
+
   static ResultTable table() {
     return new ResultTable("how each prefill was placed (the routers' journals): requests, share, producer's prefix-cache hit "
         + "(prefill_cached_tokens > 0), time to the end of the prefill (ttft_s) and to the first output (first_byte_s), ms",
@@ -91,9 +102,14 @@ final class PlacementBreakdown {
   }
 
   private static String ms(List<JsonObject> rows, String field, double q) {
+    double v = quantileMs(rows, field, q);
+    return Double.isNaN(v) ? "—" : Fmt.num(v, 1);
+  }
+
+  private static double quantileMs(List<JsonObject> rows, String field, double q) {
     double[] v = rows.stream().mapToDouble(r -> seconds(r, field)).filter(d -> d >= 0).sorted().toArray();
-    if (v.length == 0) return "—";
-    return Fmt.num(1000 * v[Math.min(v.length - 1, (int) Math.ceil(q * v.length) - 1)], 1);
+    if (v.length == 0) return Double.NaN;
+    return 1000 * v[Math.min(v.length - 1, (int) Math.ceil(q * v.length) - 1)];
   }
 
   private static double seconds(JsonObject row, String field) {

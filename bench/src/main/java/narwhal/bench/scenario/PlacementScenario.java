@@ -11,6 +11,7 @@ import narwhal.bench.load.RunStats;
 import narwhal.bench.probe.BalancerWatch;
 import narwhal.bench.probe.JitWarmup;
 import narwhal.bench.probe.JvmProbe;
+import narwhal.bench.probe.ProcessGroups;
 import narwhal.bench.process.ClusterReplicas;
 import narwhal.bench.process.EngineFleet;
 import narwhal.bench.process.HaproxyProcess;
@@ -33,6 +34,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -69,6 +71,8 @@ public final class PlacementScenario implements Scenario {
   /** The journals of each topology's replicas, read after each of its runs. */
   private final Map<String, PlacementBreakdown> breakdowns = new LinkedHashMap<>();
   private final ResultTable breakdownTable = PlacementBreakdown.table();
+  /** The processes of the topology being measured, read around each run. */
+  private ProcessGroups machine = new ProcessGroups();
 
   @Override
   public String name() {
@@ -82,7 +86,7 @@ public final class PlacementScenario implements Scenario {
 
   /** One run's figures. */
   record Result(String topology, String workload, String policy, String load, double rate, RunStats stats, double seconds,
-                double hitRate, double ideal, double prefillImbalance, double decodeImbalance) {
+                double hitRate, double ideal, double prefillImbalance, double decodeImbalance, JsonObject time) {
   }
 
   @Override
@@ -111,6 +115,7 @@ public final class PlacementScenario implements Scenario {
         policy(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("router-journal.jsonl"), 0)), "least_reserved"),
         RouterProcess.Options.serving("--preflight=warn")));
     HttpWork singleClient = new HttpWork(load.vertx(), load.client(512), "127.0.0.1", single.port());
+    machine = machine(List.of(single), fleet, null);
     breakdowns.put("1 replica", new PlacementBreakdown(List.of(env.tmp().resolve("router-journal.jsonl"))));
     switchPolicy(List.of(single), List.of(singleClient), "cache_aware");
     report.layout("1 replica: " + warmUp(load, progress, List.of(single), singleClient, shapes, smoke).describe());
@@ -170,6 +175,7 @@ public final class PlacementScenario implements Scenario {
       try (BalancerWatch watchOne = new BalancerWatch(one).start()) {
         watchOne.await("replica-1", true, System.nanoTime(), 30_000);
         HttpWork viaOne = new HttpWork(load.vertx(), load.client(512), "127.0.0.1", one.port());
+        machine = machine(List.of(single), fleet, one);
         for (String policy : List.of("least_reserved", "cache_aware")) {
           switchPolicy(List.of(single), List.of(singleClient), policy);
           progress.say("1 replica, haproxy shared-prefix 80 % " + policy);
@@ -191,6 +197,7 @@ public final class PlacementScenario implements Scenario {
       for (String name : REPLICAS) watch.await(name, true, t0, 30_000);
       HttpWork front = new HttpWork(load.vertx(), load.client(512), "127.0.0.1", haproxy.port());
       List<RouterProcess> routers = List.of(cluster.replica(0), cluster.replica(1), cluster.replica(2));
+      machine = machine(routers, fleet, haproxy);
       breakdowns.put("3 replicas", new PlacementBreakdown(REPLICAS.stream().map(n -> env.tmp().resolve(n + "-journal.jsonl")).toList()));
       switchPolicy(routers, cluster.clients(), "cache_aware");
       report.layout("3 replicas: " + warmUp(load, progress, routers, front, shapes, smoke).describe());
@@ -208,6 +215,7 @@ public final class PlacementScenario implements Scenario {
     }
     report(report, results, env);
     report.table(breakdownTable);
+    report.table(timeTable(results));
 
     RouterProcess slowRouter = single.alive() ? single : env.own(RouterProcess.start(env, "router-slow",
         policy(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("router-slow-journal.jsonl"), 0)), "cache_aware"),
@@ -227,13 +235,19 @@ public final class PlacementScenario implements Scenario {
     Map<String, JsonObject> before = counters(fleet);
     PlacementBreakdown journal = breakdowns.get(topology);
     if (journal != null) journal.mark();
+    ProcessGroups.Sample processesBefore = machine.sample();
+    Instant measuredFrom = Instant.now().plusMillis(Math.round(warmS * 1000));
     RunStats stats = load.openLoop(workload + " " + policy, rate, warmS + measureS, 60, () -> client.post(w.path(), w.next(), true, 60_000),
         arrivalSeed(workload, fraction), warmS);
+    ProcessGroups.Sample processesAfter = machine.sample();
     Map<String, JsonObject> after = counters(fleet);
+    JsonObject time = new JsonObject();
     if (journal != null) {
       JvmProbe.sleep(1_000);
-      PlacementBreakdown.addRows(breakdownTable, topology + ", " + workload + " " + Math.round(fraction * 100) + " % " + policy,
-          journal.rows());
+      List<JsonObject> rows = journal.rows();
+      PlacementBreakdown.addRows(breakdownTable, topology + ", " + workload + " " + Math.round(fraction * 100) + " % " + policy, rows);
+      time.put("processes", ProcessGroups.perRequest(processesBefore, processesAfter, rows.size()))
+          .put("router", PlacementBreakdown.medians(rows, measuredFrom));
     }
     double queries = 0;
     double hits = 0;
@@ -252,7 +266,7 @@ public final class PlacementScenario implements Scenario {
       }
     }
     return new Result(topology, workload, policy, Math.round(fraction * 100) + " %", rate, stats, measureS, queries == 0 ? 0 : hits / queries,
-        w.idealHitRate(), imbalance(prefills), imbalance(decodes));
+        w.idealHitRate(), imbalance(prefills), imbalance(decodes), time);
   }
 
   /**
@@ -368,7 +382,7 @@ public final class PlacementScenario implements Scenario {
           Fmt.num(r.decodeImbalance(), 2), base == null ? "—" : Fmt.ratio(ttft(r, 50) / ttft(base, 50)));
       raw.add(new JsonObject().put("topology", r.topology()).put("workload", r.workload()).put("load", r.load()).put("policy", r.policy())
           .put("rate", r.rate()).put("stats", r.stats().toJson()).put("hit_rate", r.hitRate()).put("ideal", r.ideal())
-          .put("prefill_imbalance", r.prefillImbalance()).put("decode_imbalance", r.decodeImbalance()));
+          .put("prefill_imbalance", r.prefillImbalance()).put("decode_imbalance", r.decodeImbalance()).put("time", r.time()));
       r.stats().errorSamples().forEach(s -> report.note(r.topology() + " " + r.workload() + " " + r.policy() + ": " + s));
     }
     report.table(table);
@@ -423,6 +437,45 @@ public final class PlacementScenario implements Scenario {
       report.verdict(Verdict.info("I22", "shared prefix, 80 %, cache_aware: 3 replicas' TTFT p50 / 1 replica's behind the same haproxy",
           Fmt.ratio(p50)));
     }
+  }
+
+  private static ProcessGroups machine(List<RouterProcess> routers, SimProcess engines, HaproxyProcess balancer) {
+    ProcessGroups groups = new ProcessGroups().add("routers", routers.stream().map(RouterProcess::pid).toList())
+        .add("engines", List.of(engines.pid())).add("load generator", List.of(ProcessHandle.current().pid()));
+    return balancer == null ? groups : groups.add("haproxy", List.of(balancer.pid()));
+  }
+
+  /**
+   * Where a shared-prefix request's time went at 80 %, per topology: the client's TTFT beside the router's own (its
+   * journal: arrival to the first byte sent, and to the end of the prefill), and each group of processes' CPU and
+   * time waiting for a core per request. What the 3 replicas add over 1 shows as routers' CPU and wait, not as
+   * placement (the prefix hit the same).
+   */
+  private static ResultTable timeTable(List<Result> results) {
+    List<String> groups = List.of("routers", "engines", "load generator", "haproxy");
+    List<String> columns = new ArrayList<>(List.of("topology", "policy", "requests", "client TTFT p50", "router first byte p50",
+        "router prefill p50"));
+    for (String g : groups) {
+      columns.add(g + " CPU");
+      columns.add(g + " core wait");
+    }
+    ResultTable table = new ResultTable("where a request's time goes: shared prefix, 80 %; the router's medians from its journal "
+        + "(requests of the measured window), ms; CPU and core wait (runnable, waiting for a core: /proc/<pid>/task/*/schedstat) "
+        + "of each group of processes over the whole run, ms per request", columns.toArray(String[]::new));
+    for (Result r : results) {
+      if (!r.workload().equals(PlacementWorkload.SHARED) || !r.load().equals("80 %") || !r.time().containsKey("router")) continue;
+      JsonObject router = r.time().getJsonObject("router");
+      JsonObject processes = r.time().getJsonObject("processes");
+      List<Object> row = new ArrayList<>(List.of(r.topology(), r.policy(), router.getInteger("requests"), Fmt.pct(r.stats().firstToken(), 50),
+          Fmt.num(router.getDouble("first_byte_ms"), 1), Fmt.num(router.getDouble("prefill_ms"), 1)));
+      for (String g : groups) {
+        JsonObject of = processes.getJsonObject(g);
+        row.add(of == null ? "—" : Fmt.num(of.getDouble("cpu_ms"), 2));
+        row.add(of == null ? "—" : Fmt.num(of.getDouble("wait_ms"), 2));
+      }
+      table.row(row.toArray());
+    }
+    return table;
   }
 
   private static double ttft(Result r, double q) {
