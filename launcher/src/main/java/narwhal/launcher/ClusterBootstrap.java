@@ -110,9 +110,8 @@ public final class ClusterBootstrap {
     policies.put("narwhal.leases", PutIfAbsentMergePolicy.class);
     // Response ids are unique: every id either side recorded is kept.
     policies.put("narwhal.response-owners", PutIfAbsentMergePolicy.class);
-    // Load readings and per-replica sent counts: kept where only one side has them, re-read within one interval.
+    // Load readings: kept where only one side has them, re-read within one interval.
     policies.put("narwhal.engine-load", PutIfAbsentMergePolicy.class);
-    policies.put("narwhal.placement-sent", PutIfAbsentMergePolicy.class);
     return Collections.unmodifiableMap(policies);
   }
 

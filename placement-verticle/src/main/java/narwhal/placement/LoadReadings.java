@@ -8,6 +8,7 @@ import io.vertx.circuitbreaker.CircuitBreakerState;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.Lock;
@@ -15,11 +16,12 @@ import io.vertx.core.shareddata.SharedData;
 import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.WebClient;
 import io.vertx.ext.web.client.WebClientOptions;
+import narwhal.common.bus.Addresses;
+import narwhal.common.bus.LegsSent;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.common.config.PlacementConfig;
 
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -31,9 +33,11 @@ import java.util.function.Supplier;
  * Engine load for placement (docs/operations.md#placement), one view for the whole cluster: every
  * {@code placement.metrics_interval_s} each replica reads the shared map {@code narwhal.engine-load}; an engine whose
  * reading is older than 90 % of the interval is read again from its {@code /metrics} by the one replica that takes its
- * lock {@code narwhal.load.<iid>}, which writes the reading back for all. Each replica also publishes, in
- * {@code narwhal.placement-sent}, how many legs it sent to each engine since that engine's last reading, so every
- * replica counts the whole cluster's work between two readings. Shared-state operations run under their own circuit
+ * lock {@code narwhal.load.<iid>}, which writes the reading back for all. Each replica also publishes on the cluster's
+ * event bus ({@link LegsSent} on {@link Addresses#PLACEMENT_SENT}) how many legs it sent to each engine since that
+ * engine's last reading, whenever that changed (checked every {@link #SENT_EXCHANGE_MS}) and at least once an
+ * interval, so every replica counts the whole cluster's work between two readings; an idle replica publishes once an
+ * interval and reads no shared map for it. Shared-state operations run under their own circuit
  * breaker ({@code cluster.shared_state}); while it is open the replica reads every engine itself and places on its own
  * view ({@code view: local} in {@code /narwhal/state}); back on the cluster's view it runs the hook it was given (the
  * prefix index is taken from a peer again). A failed reading makes the engine's load unknown; it is no
@@ -41,7 +45,6 @@ import java.util.function.Supplier;
  */
 final class LoadReadings {
   static final String LOADS = "narwhal.engine-load";
-  static final String SENT = "narwhal.placement-sent";
   /**
    * How often the replicas exchange their legs sent since the readings: far more often than a reading interval, or
    * between two readings every replica places as if the others sent nothing, and they herd on the engine that looked
@@ -65,8 +68,15 @@ final class LoadReadings {
   private final java.util.Set<String> inFlight = new java.util.HashSet<>();
   private long timer = -1;
   private long sentTimer = -1;
-  /** An exchange of the sent counts is under way: the next waits for it (a slow shared map never piles them up). */
-  private boolean exchanging;
+  /** What this replica last published of its legs sent, and when; null before the first. */
+  private JsonObject lastSent;
+  private long lastSentAtMs;
+  /** The other replicas' last {@link LegsSent}, by origin, with when it arrived (this replica's clock). */
+  private final Map<String, Heard> heard = new HashMap<>();
+  private MessageConsumer<JsonObject> sentConsumer;
+
+  private record Heard(long atMs, JsonObject engines) {
+  }
   private volatile boolean clusterView = true;
   /** Run when the view goes from {@code local} back to {@code cluster}: the replica may have missed the prefix exchange. */
   private final Runnable backOnCluster;
@@ -98,16 +108,20 @@ final class LoadReadings {
     PlacementConfig placement = config.get().placement();
     if (PlacementConfig.LEAST_RESERVED.equals(placement.policy())) return;
     timer = vertx.setPeriodic(placement.metricsIntervalMs(), t -> round());
-    long every = Math.min(SENT_EXCHANGE_MS, placement.metricsIntervalMs());
-    sentTimer = vertx.setPeriodic(every, t -> {
-      if (!exchanging && view().equals("cluster")) exchangeSent(config.get().placement().metricsIntervalMs());
-    });
+    if (vertx.isClustered()) {
+      if (sentConsumer == null) {
+        sentConsumer = vertx.eventBus().consumer(Addresses.PLACEMENT_SENT, msg -> heardSent(LegsSent.fromJson(msg.body())));
+      }
+      long every = Math.min(SENT_EXCHANGE_MS, placement.metricsIntervalMs());
+      sentTimer = vertx.setPeriodic(every, t -> exchangeSent(config.get().placement().metricsIntervalMs()));
+    }
     round();
   }
 
   void stop() {
     vertx.cancelTimer(timer);
     vertx.cancelTimer(sentTimer);
+    if (sentConsumer != null) sentConsumer.unregister();
     guard.close();
     web.close();
   }
@@ -190,23 +204,34 @@ final class LoadReadings {
     });
   }
 
-  /** Publishes this replica's legs sent since each engine's reading and takes every other replica's. */
+  /**
+   * Publishes this replica's legs sent since each engine's reading when they changed or an interval has passed, and
+   * applies the other replicas' counts heard within three intervals (a replica gone quiet, stopped or cut off, stops
+   * counting). On the local view (the shared state out of reach) nothing is published and nothing heard counts.
+   */
   private void exchangeSent(long interval) {
-    exchanging = true;
-    JsonObject mine = new JsonObject().put("at", System.currentTimeMillis()).put("engines", table.sentSinceReadings());
-    guard.<Void>execute(() -> this.<String>map(SENT).compose(m -> m.put(replica, mine.encode(), interval * 3)))
-        .compose(v -> guard.<Map<String, String>>execute(() -> this.<String>map(SENT).compose(AsyncMap::entries)))
-        .onSuccess(entries -> {
-          List<JsonObject> others = new ArrayList<>();
-          entries.forEach((who, text) -> {
-            JsonObject other = parse(text);
-            if (!replica.equals(who) && other != null && System.currentTimeMillis() - other.getLong("at", 0L) < interval * 3) {
-              others.add(other.getJsonObject("engines", new JsonObject()));
-            }
-          });
-          table.applyOthersSent(others);
-        })
-        .onComplete(ar -> exchanging = false);
+    long now = System.currentTimeMillis();
+    if (!view().equals("cluster")) {
+      heard.clear();
+      return;
+    }
+    JsonObject mine = table.sentSinceReadings();
+    if (!mine.equals(lastSent) || now - lastSentAtMs >= interval) {
+      vertx.eventBus().publish(Addresses.PLACEMENT_SENT, new JsonObject().put("origin", replica).put("engines", mine));
+      lastSent = mine;
+      lastSentAtMs = now;
+    }
+    if (heard.values().removeIf(h -> now - h.atMs() >= interval * 3)) applyHeard();
+  }
+
+  private void heardSent(LegsSent sent) {
+    if (sent == null || replica.equals(sent.origin()) || !view().equals("cluster")) return;
+    heard.put(sent.origin(), new Heard(System.currentTimeMillis(), sent.enginesJson()));
+    applyHeard();
+  }
+
+  private void applyHeard() {
+    table.applyOthersSent(heard.values().stream().map(Heard::engines).toList());
   }
 
   /** Registers every engine's reading counters at zero (a series exists from start); drops removed engines' counters. */

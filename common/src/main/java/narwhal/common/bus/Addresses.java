@@ -1,8 +1,8 @@
 package narwhal.common.bus;
 
 /** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN}, {@link #FLEET_CHANGED},
- * {@link #STREAK_CHANGED}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_SNAPSHOT} and {@link #CONFIG_RELOAD} cross the
- * cluster. */
+ * {@link #STREAK_CHANGED}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_SENT}, {@link #PLACEMENT_SNAPSHOT} and
+ * {@link #CONFIG_RELOAD} cross the cluster. */
 public final class Addresses {
   /** Request-reply: a {@link ReserveRequest}, answered with a {@link Reservation} or a {@link Failures#NO_ENGINE} failure. */
   public static final String PLACEMENT_RESERVE = "narwhal.placement.reserve";
@@ -28,6 +28,11 @@ public final class Addresses {
    * {@code PrefixExchange} period, so every replica sends a prefix to the producer that caches it.
    */
   public static final String PLACEMENT_PREFIXES = "narwhal.placement.prefixes";
+  /**
+   * Cluster publish: a {@link LegsSent}, a replica's legs sent to each engine since its reading, when they changed
+   * (checked every 100 ms) and at least once per reading interval.
+   */
+  public static final String PLACEMENT_SENT = "narwhal.placement.sent";
   /**
    * Cluster request-reply: {@code {"origin"}}, a replica that starts or comes back asks one peer for its prefix index,
    * answered in {@link PrefixSnapshot} chunks (each reply to a chunk asks for the next); failure
