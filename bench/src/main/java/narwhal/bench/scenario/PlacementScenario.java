@@ -117,6 +117,7 @@ public final class PlacementScenario implements Scenario {
     HttpWork singleClient = new HttpWork(load.vertx(), load.client(512), "127.0.0.1", single.port());
     machine = machine(List.of(single), fleet, null);
     breakdowns.put("1 replica", new PlacementBreakdown(List.of(env.tmp().resolve("router-journal.jsonl"))));
+    breakdowns.put("1 replica, haproxy", new PlacementBreakdown(List.of(env.tmp().resolve("router-journal.jsonl"))));
     switchPolicy(List.of(single), List.of(singleClient), "cache_aware");
     report.layout("1 replica: " + warmUp(load, progress, List.of(single), singleClient, shapes, smoke).describe());
 
