@@ -173,6 +173,13 @@ final class PlacementTable {
     }
   }
 
+  /** When the engine's reading this replica holds was taken (0: none yet); {@link Long#MAX_VALUE} for an engine it has not. */
+  synchronized long readingMs(String iid) {
+    Slot slot = slots.get(iid);
+    if (slot == null) return Long.MAX_VALUE;
+    return slot.load == null ? 0 : slot.load.readAtMs();
+  }
+
   /** This replica's legs sent to each engine since its reading, as the other replicas take them. */
   synchronized io.vertx.core.json.JsonObject sentSinceReadings() {
     io.vertx.core.json.JsonObject out = new io.vertx.core.json.JsonObject();
