@@ -66,6 +66,34 @@ class LegsSentExchangeTest {
     }
   }
 
+  /**
+   * Anything else published on the placement addresses is no message: live, 100 strings published on
+   * {@code narwhal.placement.sent} wrote 2,800 log lines (an unhandled ClassCastException's stack trace each) on
+   * every replica, and {@code narwhal.placement.prefixes} did the same.
+   */
+  @Test
+  void aBodyThatIsNotJsonOnThePlacementAddressesIsIgnoredWithoutAnUnhandledException() throws Exception {
+    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("placement", new JsonObject().put("policy", "cache_aware").put("metrics_interval_s", 60)),
+        (iid, o) -> { })) {
+      NarwhalNode a = h.addReplica();
+      NarwhalNode b = h.addReplica();
+      h.awaitTrue("A holds a reading of D0", 20_000, () -> d0(a).map(d0 -> d0.getValue("read_at_ms") != null));
+      List<Throwable> unhandled = new java.util.concurrent.CopyOnWriteArrayList<>();
+      a.vertx().exceptionHandler(unhandled::add);
+      b.vertx().eventBus().publish(Addresses.PLACEMENT_PREFIXES, "not json");
+      b.vertx().eventBus().publish(Addresses.PLACEMENT_SENT, "not json");
+      b.vertx().eventBus().publish(Addresses.PLACEMENT_SENT, io.vertx.core.buffer.Buffer.buffer("{}"));
+      long readingMs = ClusterHarness.await(d0(a)).getLong("read_at_ms");
+      b.vertx().eventBus().publish(Addresses.PLACEMENT_SENT, new JsonObject().put("origin", "probe").put("engines",
+          new JsonObject().put("D0", new JsonObject().put("reading_ms", readingMs).put("sent", 3))));
+      h.awaitTrue("A hears the well-formed count after the others", 10_000, () -> d0(a).map(d0 -> d0.getInteger("sent_since") == 3));
+      assertEquals(List.of(), unhandled.stream().map(Throwable::toString).toList(),
+          "a string or a buffer on the placement addresses is left out, not an unhandled exception logged with its stack "
+              + "trace on every replica (fails: ClassCastException in the consumers' lambdas)");
+    }
+  }
+
   /** D0's {@code load} in the replica's placement state. */
   private static Future<JsonObject> d0(NarwhalNode node) {
     return node.vertx().eventBus().<JsonObject>request(Addresses.PLACEMENT_STATE, new JsonObject(), LOCAL)
