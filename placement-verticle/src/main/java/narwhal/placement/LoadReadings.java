@@ -75,7 +75,7 @@ final class LoadReadings {
   private long lastSentAtMs;
   /** The other replicas' last {@link LegsSent}, by origin, with when it arrived (this replica's clock). */
   private final Map<String, Heard> heard = new HashMap<>();
-  private MessageConsumer<JsonObject> sentConsumer;
+  private MessageConsumer<Object> sentConsumer;
 
   private record Heard(long atMs, JsonObject engines) {
   }
@@ -112,7 +112,9 @@ final class LoadReadings {
     timer = vertx.setPeriodic(placement.metricsIntervalMs(), t -> round());
     if (vertx.isClustered()) {
       if (sentConsumer == null) {
-        sentConsumer = vertx.eventBus().consumer(Addresses.PLACEMENT_SENT, msg -> heardSent(LegsSent.fromJson(msg.body())));
+        // typed Object: a body that is not a JSON object (a string, a buffer) is no message, not a ClassCastException
+        sentConsumer = vertx.eventBus().<Object>consumer(Addresses.PLACEMENT_SENT,
+            msg -> heardSent(msg.body() instanceof JsonObject json ? LegsSent.fromJson(json) : null));
       }
       long every = Math.min(SENT_EXCHANGE_MS, placement.metricsIntervalMs());
       sentTimer = vertx.setPeriodic(every, t -> exchangeSent(config.get().placement().metricsIntervalMs()));
