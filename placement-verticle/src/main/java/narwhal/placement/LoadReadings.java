@@ -66,6 +66,8 @@ final class LoadReadings {
   private final Map<String, Counter> reads = new HashMap<>();
   /** Engines this replica is reading now (a slow engine is not read twice at once). */
   private final java.util.Set<String> inFlight = new java.util.HashSet<>();
+  /** Engines whose newer shared reading this replica is taking now, having heard a count against it. */
+  private final java.util.Set<String> catchingUp = new java.util.HashSet<>();
   private long timer = -1;
   private long sentTimer = -1;
   /** What this replica last published of its legs sent, and when; null before the first. */
@@ -73,7 +75,7 @@ final class LoadReadings {
   private long lastSentAtMs;
   /** The other replicas' last {@link LegsSent}, by origin, with when it arrived (this replica's clock). */
   private final Map<String, Heard> heard = new HashMap<>();
-  private MessageConsumer<JsonObject> sentConsumer;
+  private MessageConsumer<Object> sentConsumer;
 
   private record Heard(long atMs, JsonObject engines) {
   }
@@ -110,7 +112,9 @@ final class LoadReadings {
     timer = vertx.setPeriodic(placement.metricsIntervalMs(), t -> round());
     if (vertx.isClustered()) {
       if (sentConsumer == null) {
-        sentConsumer = vertx.eventBus().consumer(Addresses.PLACEMENT_SENT, msg -> heardSent(LegsSent.fromJson(msg.body())));
+        // typed Object: a body that is not a JSON object (a string, a buffer) is no message, not a ClassCastException
+        sentConsumer = vertx.eventBus().<Object>consumer(Addresses.PLACEMENT_SENT,
+            msg -> heardSent(msg.body() instanceof JsonObject json ? LegsSent.fromJson(json) : null));
       }
       long every = Math.min(SENT_EXCHANGE_MS, placement.metricsIntervalMs());
       sentTimer = vertx.setPeriodic(every, t -> exchangeSent(config.get().placement().metricsIntervalMs()));
@@ -228,6 +232,24 @@ final class LoadReadings {
     if (sent == null || replica.equals(sent.origin()) || !view().equals("cluster")) return;
     heard.put(sent.origin(), new Heard(System.currentTimeMillis(), sent.enginesJson()));
     applyHeard();
+    // a count against a newer reading than this replica holds: each replica takes the shared reading on its own
+    // round, a different phase of the interval on each, and a count only counts against the same reading, so
+    // until this replica's next round it would count none of the sender's legs (nor the sender any of its own)
+    sent.engines().forEach((iid, count) -> {
+      if (count.readingMs() > table.readingMs(iid)) catchUp(iid);
+    });
+  }
+
+  /** Takes the engine's reading from the shared map now (one at a time per engine), then the counts heard against it. */
+  private void catchUp(String iid) {
+    if (!catchingUp.add(iid)) return;
+    guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(iid))).onComplete(ar -> {
+      catchingUp.remove(iid);
+      EngineLoad shared = ar.succeeded() ? EngineLoad.fromJson(parse(ar.result())) : null;
+      if (shared == null || !iid.equals(shared.iid())) return;
+      table.applyLoad(shared);
+      applyHeard();
+    });
   }
 
   private void applyHeard() {

@@ -164,13 +164,21 @@ final class PlacementTable {
   synchronized void applyOthersSent(List<io.vertx.core.json.JsonObject> others) {
     for (Slot slot : slots.values()) {
       long readingMs = slot.load == null ? 0 : slot.load.readAtMs();
-      int sum = 0;
+      long sum = 0;
       for (io.vertx.core.json.JsonObject other : others) {
         io.vertx.core.json.JsonObject entry = other.getJsonObject(slot.engine.iid());
-        if (entry != null && entry.getLong("reading_ms", -1L) == readingMs) sum += entry.getInteger("sent", 0);
+        if (entry != null && entry.getLong("reading_ms", -1L) == readingMs) sum += Math.max(0, entry.getInteger("sent", 0));
       }
-      slot.othersSent = sum;
+      // each count is an int of at least 0; their sum saturates (wrapped, it made the engine the idlest of all)
+      slot.othersSent = (int) Math.min(Integer.MAX_VALUE, sum);
     }
+  }
+
+  /** When the engine's reading this replica holds was taken (0: none yet); {@link Long#MAX_VALUE} for an engine it has not. */
+  synchronized long readingMs(String iid) {
+    Slot slot = slots.get(iid);
+    if (slot == null) return Long.MAX_VALUE;
+    return slot.load == null ? 0 : slot.load.readAtMs();
   }
 
   /** This replica's legs sent to each engine since its reading, as the other replicas take them. */
@@ -605,7 +613,7 @@ final class PlacementTable {
     List<EngineView> out = new ArrayList<>();
     for (Slot s : slots.values()) {
       out.add(new EngineView(s.engine.iid(), s.engine.role(), s.state, s.reserved[Phase.PREFILL.ordinal()],
-          s.reserved[Phase.DECODE.ordinal()], s.load, s.sent + s.othersSent, s.engine.model()));
+          s.reserved[Phase.DECODE.ordinal()], s.load, (int) Math.min(Integer.MAX_VALUE, (long) s.sent + s.othersSent), s.engine.model()));
     }
     return out;
   }

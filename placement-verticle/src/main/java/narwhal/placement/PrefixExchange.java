@@ -41,7 +41,7 @@ final class PrefixExchange {
   private final Vertx vertx;
   private final PlacementTable table;
   private final String replica;
-  private MessageConsumer<JsonObject> consumer;
+  private MessageConsumer<Object> consumer;
   private MessageConsumer<Object> snapshots;
   private long timer = -1;
   /** The last snapshot this replica took, for {@code /narwhal/state}; null before the first. */
@@ -59,8 +59,9 @@ final class PrefixExchange {
    */
   Future<Void> start() {
     if (!vertx.isClustered()) return Future.succeededFuture();
-    consumer = vertx.eventBus().consumer(Addresses.PLACEMENT_PREFIXES, msg -> {
-      PrefixesPlaced placed = PrefixesPlaced.fromJson(msg.body());
+    // typed Object: a body that is not a JSON object (a string, a buffer) is no message, not a ClassCastException
+    consumer = vertx.eventBus().<Object>consumer(Addresses.PLACEMENT_PREFIXES, msg -> {
+      PrefixesPlaced placed = msg.body() instanceof JsonObject json ? PrefixesPlaced.fromJson(json) : null;
       if (placed != null && !replica.equals(placed.origin())) table.learnPrefixes(placed);
     });
     snapshots = vertx.eventBus().consumer(Addresses.PLACEMENT_SNAPSHOT, this::answer);

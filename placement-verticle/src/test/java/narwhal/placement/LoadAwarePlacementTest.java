@@ -397,6 +397,20 @@ class LoadAwarePlacementTest {
   }
 
   @Test
+  void otherReplicasCountsThatSumPastTheLargestIntDoNotWrapToAnIdleEngine() {
+    PlacementTable t = table(PlacementConfig.LOAD);
+    t.applyLoad(reading("D0", 0, 0, 0));
+    t.applyLoad(reading("D1", 0, 0, 0));
+    JsonObject max = new JsonObject().put("D0", new JsonObject().put("reading_ms", now.get()).put("sent", Integer.MAX_VALUE));
+    JsonObject one = new JsonObject().put("D0", new JsonObject().put("reading_ms", now.get()).put("sent", 1));
+    t.applyOthersSent(List.of(max, one));
+    for (int i = 0; i < 5; i++) assertEquals("D1", place(t, Phase.DECODE, null),
+        "two counts on the bus, each a valid int, that sum past Integer.MAX_VALUE make D0 the busiest, not the idlest "
+            + "(fails: the sum wraps to -2147483648; live, published as x1 and x2 on narwhal.placement.sent, /narwhal/state "
+            + "showed D0 sent_since -2147483648 and D0 took 50 of 60 decodes from 3 replicas)");
+  }
+
+  @Test
   void vllmMetricsTextIsReadAcrossRanks() {
     String text = """
         # HELP vllm:num_requests_running Number of requests in model execution batches.
