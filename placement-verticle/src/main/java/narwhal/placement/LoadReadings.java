@@ -71,13 +71,13 @@ final class LoadReadings {
   private long timer = -1;
   private long sentTimer = -1;
   /** What this replica last published of its legs sent, and when; null before the first. */
-  private JsonObject lastSent;
+  private Map<String, LegsSent.Count> lastSent;
   private long lastSentAtMs;
   /** The other replicas' last {@link LegsSent}, by origin, with when it arrived (this replica's clock). */
   private final Map<String, Heard> heard = new HashMap<>();
   private MessageConsumer<Object> sentConsumer;
 
-  private record Heard(long atMs, JsonObject engines) {
+  private record Heard(long atMs, Map<String, LegsSent.Count> engines) {
   }
   private volatile boolean clusterView = true;
   /** Run when the view goes from {@code local} back to {@code cluster}: the replica may have missed the prefix exchange. */
@@ -219,9 +219,9 @@ final class LoadReadings {
       heard.clear();
       return;
     }
-    JsonObject mine = table.sentSinceReadings();
+    Map<String, LegsSent.Count> mine = table.sentSinceReadings();
     if (!mine.equals(lastSent) || now - lastSentAtMs >= interval) {
-      vertx.eventBus().publish(Addresses.PLACEMENT_SENT, new JsonObject().put("origin", replica).put("engines", mine));
+      vertx.eventBus().publish(Addresses.PLACEMENT_SENT, new LegsSent(replica, mine).toJson());
       lastSent = mine;
       lastSentAtMs = now;
     }
@@ -230,7 +230,7 @@ final class LoadReadings {
 
   private void heardSent(LegsSent sent) {
     if (sent == null || replica.equals(sent.origin()) || !view().equals("cluster")) return;
-    heard.put(sent.origin(), new Heard(System.currentTimeMillis(), sent.enginesJson()));
+    heard.put(sent.origin(), new Heard(System.currentTimeMillis(), sent.engines()));
     applyHeard();
     // a count against a newer reading than this replica holds: each replica takes the shared reading on its own
     // round, a different phase of the interval on each, and a count only counts against the same reading, so

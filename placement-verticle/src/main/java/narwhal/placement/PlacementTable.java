@@ -1,6 +1,7 @@
 package narwhal.placement;
 
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.LegsSent;
 import narwhal.common.bus.PrefixSnapshot;
 import narwhal.common.bus.PrefixesPlaced;
 import narwhal.common.bus.Reservation;
@@ -160,14 +161,13 @@ final class PlacementTable {
     slot.ownAtReading = slot.reserved[Phase.PREFILL.ordinal()] + slot.reserved[Phase.DECODE.ordinal()];
   }
 
-  /** The other replicas' legs sent since each engine's reading: {@code {iid: {reading_ms, sent}}} per replica. */
-  synchronized void applyOthersSent(List<io.vertx.core.json.JsonObject> others) {
+  /** The other replicas' legs sent since each engine's reading, per replica ({@link LegsSent#engines()}). */
+  synchronized void applyOthersSent(List<Map<String, LegsSent.Count>> others) {
     for (Slot slot : slots.values()) {
-      long readingMs = slot.load == null ? 0 : slot.load.readAtMs();
       long sum = 0;
-      for (io.vertx.core.json.JsonObject other : others) {
-        io.vertx.core.json.JsonObject entry = other.getJsonObject(slot.engine.iid());
-        if (entry != null && entry.getLong("reading_ms", -1L) == readingMs) sum += Math.max(0, entry.getInteger("sent", 0));
+      for (Map<String, LegsSent.Count> other : others) {
+        LegsSent.Count count = other.get(slot.engine.iid());
+        if (count != null && count.readingMs() == readingMs(slot)) sum += count.sent();
       }
       // each count is an int of at least 0; their sum saturates (wrapped, it made the engine the idlest of all)
       slot.othersSent = (int) Math.min(Integer.MAX_VALUE, sum);
@@ -177,17 +177,17 @@ final class PlacementTable {
   /** When the engine's reading this replica holds was taken (0: none yet); {@link Long#MAX_VALUE} for an engine it has not. */
   synchronized long readingMs(String iid) {
     Slot slot = slots.get(iid);
-    if (slot == null) return Long.MAX_VALUE;
+    return slot == null ? Long.MAX_VALUE : readingMs(slot);
+  }
+
+  private static long readingMs(Slot slot) {
     return slot.load == null ? 0 : slot.load.readAtMs();
   }
 
   /** This replica's legs sent to each engine since its reading, as the other replicas take them. */
-  synchronized io.vertx.core.json.JsonObject sentSinceReadings() {
-    io.vertx.core.json.JsonObject out = new io.vertx.core.json.JsonObject();
-    for (Slot slot : slots.values()) {
-      out.put(slot.engine.iid(), new io.vertx.core.json.JsonObject().put("reading_ms", slot.load == null ? 0 : slot.load.readAtMs())
-          .put("sent", slot.sent));
-    }
+  synchronized Map<String, LegsSent.Count> sentSinceReadings() {
+    Map<String, LegsSent.Count> out = new HashMap<>();
+    for (Slot slot : slots.values()) out.put(slot.engine.iid(), new LegsSent.Count(readingMs(slot), slot.sent));
     return out;
   }
 

@@ -1,6 +1,7 @@
 package narwhal.placement;
 
 import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.LegsSent;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.PlacementConfig;
 import narwhal.common.config.Role;
@@ -10,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -390,8 +392,7 @@ class LoadAwarePlacementTest {
     PlacementTable t = table(PlacementConfig.LOAD);
     t.applyLoad(reading("D0", 0, 0, 0));
     t.applyLoad(reading("D1", 0, 0, 0));
-    t.applyOthersSent(List.of(new JsonObject().put("D0", new JsonObject().put("reading_ms", now.get()).put("sent", 5))
-        .put("D1", new JsonObject().put("reading_ms", now.get() - 1).put("sent", 50))));
+    t.applyOthersSent(List.of(Map.of("D0", new LegsSent.Count(now.get(), 5), "D1", new LegsSent.Count(now.get() - 1, 50))));
     for (int i = 0; i < 5; i++) assertEquals("D1", place(t, Phase.DECODE, null),
         "another replica sent 5 to D0 since its reading; its count for an older D1 reading is void");
   }
@@ -401,8 +402,8 @@ class LoadAwarePlacementTest {
     PlacementTable t = table(PlacementConfig.LOAD);
     t.applyLoad(reading("D0", 0, 0, 0));
     t.applyLoad(reading("D1", 0, 0, 0));
-    JsonObject max = new JsonObject().put("D0", new JsonObject().put("reading_ms", now.get()).put("sent", Integer.MAX_VALUE));
-    JsonObject one = new JsonObject().put("D0", new JsonObject().put("reading_ms", now.get()).put("sent", 1));
+    Map<String, LegsSent.Count> max = Map.of("D0", new LegsSent.Count(now.get(), Integer.MAX_VALUE));
+    Map<String, LegsSent.Count> one = Map.of("D0", new LegsSent.Count(now.get(), 1));
     t.applyOthersSent(List.of(max, one));
     for (int i = 0; i < 5; i++) assertEquals("D1", place(t, Phase.DECODE, null),
         "two counts on the bus, each a valid int, that sum past Integer.MAX_VALUE make D0 the busiest, not the idlest "

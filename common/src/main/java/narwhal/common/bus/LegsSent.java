@@ -26,11 +26,6 @@ public record LegsSent(String origin, Map<String, Count> engines) {
     return new JsonObject().put("origin", origin).put("engines", out);
   }
 
-  /** The counts as {@code PlacementTable} takes them: {@code {iid: {"reading_ms", "sent"}}}. */
-  public JsonObject enginesJson() {
-    return toJson().getJsonObject("engines");
-  }
-
   /**
    * The message in {@code json}; an engine whose entry is not a whole, non-negative reading time and count is left
    * out; a body without an origin is null.
