@@ -84,6 +84,7 @@ public final class SimEngineOptions {
   private String reasoningField = DEFAULT_REASONING_FIELD;
   private String apiKey = DEFAULT_API_KEY;
   private boolean prefixCaching = DEFAULT_PREFIX_CACHING;
+  private boolean logTokenize;
   private int maxNumSeqs = DEFAULT_MAX_NUM_SEQS;
   private int maxNumBatchedTokens = DEFAULT_MAX_NUM_BATCHED_TOKENS;
   private boolean enablePromptTokensDetails = DEFAULT_ENABLE_PROMPT_TOKENS_DETAILS;
@@ -126,6 +127,7 @@ public final class SimEngineOptions {
     reasoningField = stringOf(json, "reasoningField", "reasoning_field", reasoningField);
     apiKey = stringOf(json, "apiKey", "api_key", apiKey);
     prefixCaching = boolOf(json, "prefixCaching", "prefix_caching", prefixCaching);
+    logTokenize = boolOf(json, "logTokenize", "log_tokenize", logTokenize);
     maxNumSeqs = intOf(json, "maxNumSeqs", "max_num_seqs", maxNumSeqs);
     maxNumBatchedTokens = intOf(json, "maxNumBatchedTokens", "max_num_batched_tokens", maxNumBatchedTokens);
     enablePromptTokensDetails = boolOf(json, "enablePromptTokensDetails", "enable_prompt_tokens_details",
@@ -201,6 +203,7 @@ public final class SimEngineOptions {
       .put("reasoningField", reasoningField)
       .put("apiKey", apiKey)
       .put("prefixCaching", prefixCaching)
+      .put("logTokenize", logTokenize)
       .put("maxNumSeqs", maxNumSeqs)
       .put("maxNumBatchedTokens", maxNumBatchedTokens)
       .put("enablePromptTokensDetails", enablePromptTokensDetails)
@@ -287,6 +290,12 @@ public final class SimEngineOptions {
   /** vLLM's automatic prefix caching ({@code --no-prefix-caching} turns it off): repeated prompt blocks cost no prefill. */
   public boolean isPrefixCaching() { return prefixCaching; }
   public SimEngineOptions setPrefixCaching(boolean prefixCaching) { this.prefixCaching = prefixCaching; return this; }
+  /**
+   * Whether {@code POST /tokenize} bodies join the request log (phase {@code tokenize}); off by default, as a router's
+   * context check asks {@code /tokenize} before most requests and would crowd the legs' entries.
+   */
+  public boolean isLogTokenize() { return logTokenize; }
+  public SimEngineOptions setLogTokenize(boolean logTokenize) { this.logTokenize = logTokenize; return this; }
 
   /** vLLM's {@code --max-num-seqs}: sequences in the running batch at most; more wait in arrival order. */
   public int getMaxNumSeqs() { return maxNumSeqs; }

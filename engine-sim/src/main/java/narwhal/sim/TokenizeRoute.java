@@ -35,6 +35,7 @@ final class TokenizeRoute {
       reply(ctx, 400, ApiError.badRequest("The request body must be a JSON object.", null).toJson());
       return;
     }
+    if (engine.config().isLogTokenize()) engine.log().record("/tokenize", ctx.request().getHeader("x-request-id"), "tokenize", body.copy());
     FaultRule fault = engine.faults().take("tokenize", false, body.getValue("model") instanceof String m ? m : null);
     if (fault != null) {
       switch (fault.type()) {

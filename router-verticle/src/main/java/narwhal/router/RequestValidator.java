@@ -10,8 +10,9 @@ import java.util.Optional;
  * have the right types and {@code n} and {@code best_of} must be 1 (a batch of prompts is served, {@link PromptBatch}); whether an engine serves the model is placement's
  * answer ({@code model_not_found}). Numbers are
  * taken as vLLM's validation takes them ({@link LaxNumbers}: {@code "8"} and {@code 8.0} are the integer 8). Other
- * fields pass through to the engines untouched; a client {@code kv_transfer_params} is ignored here and
- * never forwarded.
+ * fields pass through to the engines untouched, but for a client's {@code kv_transfer_params} (top-level or in
+ * {@code vllm_xargs}), which no engine receives: {@code narwhal.engines.client.InternalFields} drops it from every body
+ * the engine client sends.
  */
 final class RequestValidator {
   private RequestValidator() {

@@ -118,7 +118,7 @@ final class WholeLeg implements ClientEnd {
   /** Sends the leg to engine {@code consumer} with the trace-context {@code headers} of its span. */
   Future<HttpClientResponse> send(Reservation consumer, String requestId, Map<String, String> headers, long headersTimeoutMs,
                                   Future<?> cancel) {
-    return ctx.engines().whole(target.method(), consumer.url(), target.path(), target.sendsBody() ? request.body().toBuffer() : null,
+    return ctx.engines().whole(target.method(), consumer.url(), target.path(), target.sendsBody() ? request.body() : null,
         requestId, headers, headersTimeoutMs, cancel);
   }
 

@@ -148,7 +148,7 @@ public final class EngineClient {
       http.request(post(baseUrl, "/tokenize", requestId))
           .compose(req -> {
             result.future().onFailure(err -> req.reset());
-            return req.send(body.toBuffer());
+            return req.send(InternalFields.forEngine(body).toBuffer());
           })
           .compose(resp -> boundedBody(resp, Phase.PREFILL).map(buf -> {
             if (resp.statusCode() != 200) {
@@ -166,12 +166,13 @@ public final class EngineClient {
 
   /**
    * Opens a request an engine runs whole, not disaggregated ({@code /v1/embeddings}, {@code /tokenize},
-   * {@code /detokenize}, {@code /v1/responses}): the client's body as is to {@code endpoint}. Succeeds with the
+   * {@code /detokenize}, {@code /v1/responses}): the client's body to {@code endpoint}, as is but for
+   * {@link InternalFields}. Succeeds with the
    * engine's answer, paused, once its status and headers arrived within {@code headersTimeoutMs}: a 200, or a 4xx
    * other than 408/429 (the request's own fault, the engine's own error to pass on). Fails with an
    * {@link EngineFault} of phase decode from the one taxonomy otherwise, or when {@code cancel} completes first.
    */
-  public Future<HttpClientResponse> whole(String baseUrl, String endpoint, Buffer body, String requestId, long headersTimeoutMs,
+  public Future<HttpClientResponse> whole(String baseUrl, String endpoint, JsonObject body, String requestId, long headersTimeoutMs,
                                           Future<?> cancel) {
     return whole(HttpMethod.POST, baseUrl, endpoint, body, requestId, java.util.Map.of(), headersTimeoutMs, cancel);
   }
@@ -181,7 +182,7 @@ public final class EngineClient {
    * {@code headers} the leg must carry (the W3C {@code traceparent}/{@code tracestate} that let the engine's own spans
    * join the request's trace, as the disaggregated legs send them).
    */
-  public Future<HttpClientResponse> whole(HttpMethod method, String baseUrl, String endpoint, Buffer body, String requestId,
+  public Future<HttpClientResponse> whole(HttpMethod method, String baseUrl, String endpoint, JsonObject body, String requestId,
                                           java.util.Map<String, String> headers, long headersTimeoutMs, Future<?> cancel) {
     return onContext(() -> {
       Promise<HttpClientResponse> result = Promise.promise();
@@ -191,11 +192,12 @@ public final class EngineClient {
       long timer = vertx.setTimer(Math.max(1, headersTimeoutMs), t -> result.tryFail(new EngineFault(FaultKind.FIRST_TOKEN_TIMEOUT,
           Phase.DECODE, "no answer within " + SecondsText.of(headersTimeoutMs) + "s")));
       RequestOptions options = post(baseUrl, endpoint, requestId, headers).setMethod(method);
+      Buffer sent = body == null ? null : InternalFields.forEngine(body).toBuffer();
       if (body == null) options.removeHeader("content-type");
       http.request(options)
           .compose(req -> {
             result.future().onFailure(err -> req.reset());
-            return body == null ? req.send() : req.send(body);
+            return body == null ? req.send() : req.send(sent);
           })
           .compose(resp -> {
             FaultKind kind = resp.statusCode() == 200 ? null : FaultKind.ofEngineStatus(resp.statusCode());

@@ -2,19 +2,18 @@ package narwhal.engines.client;
 
 import io.vertx.core.json.JsonObject;
 
-import java.util.LinkedHashMap;
-
 /**
  * Builds the bodies of the two legs from the client's body (docs/vllm.md#what-the-router-sends-and-expects). The client
- * body is never modified: each leg's body is a shallow copy whose top-level keys are set, its nested values (messages,
- * tools) shared read-only with the client's, as they are only encoded.
+ * body is never modified: each leg's body is {@link InternalFields#forEngine} of it (a shallow copy without the client's
+ * transfer parameters) whose top-level keys are set, its nested values (messages, tools) shared read-only with the
+ * client's, as they are only encoded.
  */
 final class LegBodies {
   private LegBodies() {
   }
 
   static JsonObject prefill(JsonObject clientBody, String model) {
-    JsonObject body = shallowCopy(clientBody);
+    JsonObject body = InternalFields.forEngine(clientBody);
     body.put("model", model);
     body.put("stream", false);
     body.put("max_tokens", 1);
@@ -28,7 +27,7 @@ final class LegBodies {
   }
 
   static JsonObject decode(JsonObject clientBody, String model, JsonObject descriptor) {
-    JsonObject body = shallowCopy(clientBody);
+    JsonObject body = InternalFields.forEngine(clientBody);
     body.put("model", model);
     boolean clientStreams = Boolean.TRUE.equals(clientBody.getValue("stream"));
     body.put("stream", true);
@@ -39,7 +38,6 @@ final class LegBodies {
     }
     // the prompt's logprobs come from the prefill, which computed the prompt; vLLM refuses them on a stream
     body.remove("prompt_logprobs");
-    body.remove("kv_transfer_params");
     if (descriptor != null) body.put("kv_transfer_params", descriptor);
     return body;
   }
@@ -47,9 +45,5 @@ final class LegBodies {
   /** Whether a non-streaming client asked for {@code prompt_logprobs}: the prefill leg computes and returns them. */
   static boolean promptLogprobsAsked(JsonObject clientBody) {
     return clientBody.getValue("prompt_logprobs") != null && !Boolean.TRUE.equals(clientBody.getValue("stream"));
-  }
-
-  private static JsonObject shallowCopy(JsonObject body) {
-    return new JsonObject(new LinkedHashMap<>(body.getMap()));
   }
 }
