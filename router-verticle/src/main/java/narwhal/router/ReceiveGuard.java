@@ -47,6 +47,7 @@ final class ReceiveGuard {
   /**
    * The first handler of every route: the connection's first-request deadline is met, and the request gets the
    * router's id and its arrival; {@code x-request-id} answers with the client's own id when it sent one, else the router's.
+   * A client id past {@link RequestIdBound} is refused here, on every route.
    */
   void headArrived(RoutingContext rc) {
     String rid = UUID.randomUUID().toString();
@@ -55,6 +56,14 @@ final class ReceiveGuard {
     if (headerTimer != null) ctx.vertx().cancelTimer(headerTimer);
     EdgeRefusal.arrived(rc);
     String own = rc.request().getHeader("x-request-id");
+    if (own != null && !RequestIdBound.accepts(own)) {
+      // neither echoed, journalled nor traced: the router's id answers for it
+      rc.request().headers().remove("x-request-id");
+      rc.response().putHeader("x-request-id", rid);
+      ctx.metrics().offered();
+      EdgeRefusal.refuse(ctx, rc, RequestIdBound.refusal(own), RequestOutcome.INVALID);
+      return;
+    }
     rc.response().putHeader("x-request-id", own != null && !own.isEmpty() ? own : rid);
     rc.next();
   }

@@ -92,4 +92,30 @@ class ClientIdsTest {
     JsonObject choice = h.post("/v1/completions", completion(false)).json().getJsonArray("choices").getJsonObject(0);
     assertTrue(choice.containsKey("prompt_logprobs") && choice.containsKey("stop_reason"), choice.encode());
   }
+
+  /** An id past the bound (docs/errors.md): 400 naming the header, no engine asked, neither echoed nor journalled. */
+  @Test
+  void aRequestIdPastTheBoundIsRefusedNamingTheHeader() throws Exception {
+    String longest = "r".repeat(RequestIdBound.MAX_CHARS);
+    RouterHarness.Reply kept = h.post("/v1/completions", completion(false).toBuffer(), Map.of("x-request-id", longest));
+    assertEquals(200, kept.status(), kept.body());
+    assertEquals(longest, kept.requestId());
+
+    for (String bad : List.of(longest + "r", "has space", "x".repeat(7000))) {
+      h.resetEngines();
+      for (String path : List.of("/v1/completions", "/v1/responses", "/tokenize")) {
+        RouterHarness.Reply refused = h.post(path, completion(false).toBuffer(), Map.of("x-request-id", bad));
+        assertEquals(400, refused.status(), path + ": " + refused.body());
+        assertEquals("x-request-id", refused.error().getString("param"), refused.body());
+        assertTrue(refused.error().getString("message").startsWith("x-request-id: expected at most 256 visible ASCII characters"),
+            refused.body());
+        assertFalse(refused.body().contains(bad), "the id is not repeated");
+        assertFalse(refused.requestId().equals(bad), "the router's own id answers for it");
+        JsonObject row = h.journalRow(refused.requestId());
+        assertEquals("invalid", row.getString("terminal"), row.encode());
+        assertNull(row.getValue("client_rid"), row.encode());
+      }
+      assertTrue(h.engine("P0").requests().isEmpty() && h.engine("D0").requests().isEmpty(), "no engine asked");
+    }
+  }
 }
