@@ -16,32 +16,64 @@ import java.util.UUID;
  * {@code serving.receive_timeout_s} and so must each body, else 408 and the connection closes; a body over
  * {@code serving.max_request_bytes} is a 413 (refused from its declared length before any of it is read); a body
  * whose framing broke ({@link FramingGuard}) is refused, never served from what arrived. Each refusal is journalled
- * as {@code invalid}. Every request is stamped as its head arrives (its id, its arrival). The state is per
- * connection of this instance's event loop.
+ * as {@code invalid}. Every request is stamped as its head arrives (its id, its arrival). A connection past
+ * {@code server.max_connections} ({@link ClientConnections}) is closed as it arrives; one with no request in flight for
+ * {@code server.idle_timeout_s} after its last answer is closed, by the same timer that bounds the wait for its first
+ * request. The state is per connection of this instance's event loop.
  */
 final class ReceiveGuard {
   private final RouterContext ctx;
   private final HttpServerOptions serverOptions;
-  private final Map<HttpConnection, Long> awaitingFirstRequest = new HashMap<>();
+  private final ClientConnections connections;
+  /** The connections waiting for a request head: their first, or the next after {@code server.idle_timeout_s}. */
+  private final Map<HttpConnection, Long> awaitingRequest = new HashMap<>();
+  /** Requests in flight per open connection (more than one when a client pipelines). */
+  private final Map<HttpConnection, Integer> inFlight = new HashMap<>();
   private final Set<HttpConnection> brokenBodies = new HashSet<>();
 
-  ReceiveGuard(RouterContext ctx, HttpServerOptions serverOptions) {
+  ReceiveGuard(RouterContext ctx, HttpServerOptions serverOptions, ClientConnections connections) {
     this.ctx = ctx;
     this.serverOptions = serverOptions;
+    this.connections = connections;
   }
 
-  /** A new connection: its framing is watched and its first request head has a deadline. */
+  /**
+   * A new connection: past the cap it is closed at once; otherwise its framing is watched and its first request head
+   * has a deadline ({@code serving.receive_timeout_s}).
+   */
   void connected(HttpConnection connection) {
+    if (!connections.admit(ctx.config().get().server())) {
+      connection.close();
+      return;
+    }
     FramingGuard.install(connection, serverOptions, () -> brokenBodies.add(connection));
-    long timer = ctx.vertx().setTimer(ctx.config().get().serving().receiveTimeoutMs(), t -> {
-      if (awaitingFirstRequest.remove(connection) != null) connection.close();
-    });
-    awaitingFirstRequest.put(connection, timer);
+    inFlight.put(connection, 0);
+    awaitRequest(connection, ctx.config().get().serving().receiveTimeoutMs());
     connection.closeHandler(v -> {
+      connections.closed();
       brokenBodies.remove(connection);
-      Long pending = awaitingFirstRequest.remove(connection);
+      inFlight.remove(connection);
+      Long pending = awaitingRequest.remove(connection);
       if (pending != null) ctx.vertx().cancelTimer(pending);
     });
+  }
+
+  /** Closes {@code connection} unless a request head arrives within {@code ms} (0: it may wait forever). */
+  private void awaitRequest(HttpConnection connection, long ms) {
+    if (ms <= 0) return;
+    awaitingRequest.put(connection, ctx.vertx().setTimer(ms, t -> {
+      if (awaitingRequest.remove(connection) != null) connection.close();
+    }));
+  }
+
+  /** A request of {@code connection} ended (answered or cut): with none left in flight, its idle time starts. */
+  private void requestEnded(HttpConnection connection) {
+    Integer running = inFlight.get(connection);
+    if (running == null) return;
+    inFlight.put(connection, running - 1);
+    if (running == 1 && !awaitingRequest.containsKey(connection)) {
+      awaitRequest(connection, ctx.config().get().server().idleTimeoutMs());
+    }
   }
 
   /**
@@ -52,8 +84,14 @@ final class ReceiveGuard {
   void headArrived(RoutingContext rc) {
     String rid = UUID.randomUUID().toString();
     rc.put(RequestKeys.RID, rid);
-    Long headerTimer = awaitingFirstRequest.remove(rc.request().connection());
+    HttpConnection connection = rc.request().connection();
+    Long headerTimer = awaitingRequest.remove(connection);
     if (headerTimer != null) ctx.vertx().cancelTimer(headerTimer);
+    Integer running = inFlight.get(connection);
+    if (running != null) {
+      inFlight.put(connection, running + 1);
+      rc.addEndHandler(v -> requestEnded(connection));
+    }
     EdgeRefusal.arrived(rc);
     String own = rc.request().getHeader("x-request-id");
     if (own != null && !RequestIdBound.accepts(own)) {

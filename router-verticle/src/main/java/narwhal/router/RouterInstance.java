@@ -46,7 +46,7 @@ final class RouterInstance extends VerticleBase {
         replica.admission(), new EndOfTurn(context), replica.models(), replica.tracing());
     HttpServerOptions serverOptions = new HttpServerOptions().setHost(cfg.server().host()).setPort(port).setTcpNoDelay(true)
         .setHttp2ClearTextEnabled(false);
-    ReceiveGuard receive = new ReceiveGuard(ctx, serverOptions);
+    ReceiveGuard receive = new ReceiveGuard(ctx, serverOptions, replica.connections());
     EdgeFailures failures = new EdgeFailures(ctx, receive);
     return vertx.createHttpServer(serverOptions)
         .connectionHandler(receive::connected).invalidRequestHandler(failures::malformed)

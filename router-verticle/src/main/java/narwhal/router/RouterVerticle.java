@@ -92,7 +92,7 @@ public final class RouterVerticle extends VerticleBase {
       clusterGauges(registry);
       shared = new Replica(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
           new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners(),
-          new ReadinessAnswer(admission, vertx));
+          new ReadinessAnswer(admission, vertx), ClientConnections.of(registry));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.JOURNAL_EVENT, msg -> {
         journal.append(msg.body());
         if (msg.replyAddress() != null) msg.reply(null);

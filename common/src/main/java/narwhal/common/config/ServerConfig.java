@@ -10,15 +10,22 @@ import io.vertx.core.json.JsonObject;
  * {@code /metrics} and {@code /narwhal/state} then need ("" = open). The keys themselves never appear in the file.
  * {@code cors} is cross-origin access as vLLM allows it ({@link CorsConfig}). {@code health_port} (default
  * {@link #NO_HEALTH_PORT}, none) is a port of its own for {@code /health} and {@code /ready}, answered by a thread
- * the client traffic never holds up, for a balancer's health checks.
+ * the client traffic never holds up, for a balancer's health checks. {@code idle_timeout_s} closes a client connection
+ * that has no request in flight for that long (0 = never); {@code max_connections} caps the client connections open at
+ * once ({@link #AUTO_MAX_CONNECTIONS}: the process's descriptor limit less a reserve), a connection past it closed as
+ * it arrives. Both are read as connections arrive and go idle, so a reload applies to what happens next.
  */
 public record ServerConfig(String host, int port, int eventLoops, String apiKeyEnv, String opsTokenEnv, CorsConfig cors,
-                           int healthPort) {
+                           int healthPort, double idleTimeoutS, int maxConnections) {
 
   /** {@code server.health_port} unset: {@code /health} and {@code /ready} are answered on the client port only. */
   public static final int NO_HEALTH_PORT = -1;
   public static final String DEFAULT_HOST = "0.0.0.0";
   public static final int DEFAULT_PORT = 8000;
+  /** nginx's {@code keepalive_timeout}: longer than a balancer's own idle timeout (AWS ALB's 60 s), so it closes first. */
+  public static final double DEFAULT_IDLE_TIMEOUT_S = 75;
+  /** {@code server.max_connections} 0: the cap follows the process's descriptor limit, keeping a reserve. */
+  public static final int AUTO_MAX_CONNECTIONS = 0;
   static final String ENV_NAME_EXPECTATION = "\"\" or an environment variable name (letters, digits, _)";
 
   static final Key<ServerConfig, String> HOST = Key.nonEmpty("host", ServerConfig::host, DEFAULT_HOST).readAtStart();
@@ -34,9 +41,13 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
       CorsConfig::read);
   static final Key<ServerConfig, Integer> HEALTH_PORT = Key.integer("health_port", ServerConfig::healthPort,
       NO_HEALTH_PORT, NO_HEALTH_PORT, 65535).readAtStart();
+  static final Key<ServerConfig, Double> IDLE_TIMEOUT_S = Key.seconds("idle_timeout_s", ServerConfig::idleTimeoutS,
+      DEFAULT_IDLE_TIMEOUT_S, v -> v == 0 || (v >= 0.01 && v <= 86_400), "0 (never) or a number from 0.01 to 86400");
+  static final Key<ServerConfig, Integer> MAX_CONNECTIONS = Key.integer("max_connections", ServerConfig::maxConnections,
+      AUTO_MAX_CONNECTIONS, 0, Integer.MAX_VALUE);
 
   static final Section<ServerConfig> SECTION = new Section<>(HOST, PORT, EVENT_LOOPS, API_KEY_ENV, OPS_TOKEN_ENV, CORS,
-      HEALTH_PORT);
+      HEALTH_PORT, IDLE_TIMEOUT_S, MAX_CONNECTIONS);
 
   public static ServerConfig defaults() {
     return read(SectionReader.empty("server", SECTION));
@@ -51,7 +62,12 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
           + "), which the client traffic takes");
     }
     return new ServerConfig(r.get(HOST), port, r.get(EVENT_LOOPS), r.get(API_KEY_ENV), r.get(OPS_TOKEN_ENV),
-        r.get(CORS), healthPort);
+        r.get(CORS), healthPort, r.get(IDLE_TIMEOUT_S), r.get(MAX_CONNECTIONS));
+  }
+
+  /** {@code idle_timeout_s} in milliseconds; 0 when idle connections stay open. */
+  public long idleTimeoutMs() {
+    return Math.round(idleTimeoutS * 1000);
   }
 
   static boolean isEnvName(String name) {
