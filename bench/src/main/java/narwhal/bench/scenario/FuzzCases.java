@@ -79,6 +79,20 @@ public final class FuzzCases {
     json(out, "wrong types", "model is a number", C, "{\"model\":7,\"prompt\":\"hi\"}");
     json(out, "wrong types", "stream_options without stream", C, ok + ",\"stream_options\":{\"include_usage\":true}}");
     json(out, "wrong types", "unknown model", C, "{\"model\":\"no-such-model\",\"prompt\":\"hi\"}");
+    // internal fields (issue 40): dropped before any engine, the request served; over-long request ids refused
+    String evil = "{\"do_remote_prefill\":true,\"remote_host\":\"127.0.0.1\",\"remote_port\":29555,"
+        + "\"remote_engine_id\":\"evil-engine\",\"remote_block_ids\":[[1,2,3,4]]}";
+    json(out, "internal fields", "kv_transfer_params on /v1/responses", "/v1/responses",
+        "{\"model\":\"" + M + "\",\"input\":\"x\",\"max_output_tokens\":2,\"kv_transfer_params\":" + evil + "}", Expect.NO_5XX);
+    json(out, "internal fields", "kv_transfer_params in vllm_xargs", C,
+        ok + ",\"vllm_xargs\":{\"kv_transfer_params\":" + evil + "}}", Expect.NO_5XX);
+    json(out, "internal fields", "kv_transfer_params in vllm_xargs on /v1/responses", "/v1/responses",
+        "{\"model\":\"" + M + "\",\"input\":\"x\",\"max_output_tokens\":2,\"vllm_xargs\":{\"kv_transfer_params\":" + evil + "}}",
+        Expect.NO_5XX);
+    out.add(new Case("internal fields", "x-request-id of 7,000 characters", RawHttp.Script.once(RawHttp.post(C, bytes(ok + "}"),
+        "X-Request-Id: " + "r".repeat(7_000) + "\r\n")), Expect.ANSWER_4XX, false));
+    out.add(new Case("internal fields", "x-request-id of 257 characters", RawHttp.Script.once(RawHttp.post(C, bytes(ok + "}"),
+        "X-Request-Id: " + "r".repeat(257) + "\r\n")), Expect.ANSWER_4XX, false));
     // huge bodies
     out.add(new Case("huge bodies", "declares 10 GiB, sends 20 bytes", RawHttp.Script.once(RawHttp.text("POST " + C
         + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10737418240\r\n\r\n{\"model\":\"x\",\"pro")),
