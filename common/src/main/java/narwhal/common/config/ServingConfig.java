@@ -43,7 +43,10 @@ public record ServingConfig(
   public static final int DEFAULT_BATCH_PARALLELISM = 16;
   /** OpenAI's legacy completions take at most 2048 prompts in one request's array; vLLM sets no bound of its own. */
   public static final int DEFAULT_MAX_BATCH_PROMPTS = 2048;
-  /** The in-flight limit's default: a replica runs no more legs at once than it admits requests. */
+  /**
+   * When the file does not set it, {@code serving.max_in_flight}'s value ({@link #read}): a replica runs no more legs at
+   * once than it admits requests; this is that value's default.
+   */
   public static final int DEFAULT_MAX_LEGS_IN_FLIGHT = DEFAULT_MAX_IN_FLIGHT;
 
   static final Key<ServingConfig, Integer> MAX_IN_FLIGHT =
@@ -123,7 +126,7 @@ public record ServingConfig(
     return new ServingConfig(maxInFlight, maxRequestBytes, maxResponseBytes, requestTimeoutS, prefillTimeoutS,
         maxAttempts, retryBaseS, retryCapS, r.get(RETRY_BUDGET), r.get(RETRY_REPLENISH), r.get(GRACEFUL_TIMEOUT_S),
         r.get(RECEIVE_TIMEOUT_S), r.get(DRAIN_DELAY_S), r.get(BATCH_PARALLELISM), r.get(MAX_BATCH_PROMPTS),
-        r.get(MAX_LEGS_IN_FLIGHT));
+        r.has(MAX_LEGS_IN_FLIGHT.name()) ? r.get(MAX_LEGS_IN_FLIGHT) : maxInFlight);
   }
 
   public long requestTimeoutMs() {
