@@ -107,10 +107,10 @@ public final class BatchCostScenario implements Scenario {
     report.table(costs);
     ResultTable latency = new ResultTable("a concurrent client's short requests (" + clients + " clients, max_tokens 8)", "phase",
         "requests", "errors", "p50 ms", "p99 ms", "max ms");
-    latency.row("baseline, no batch", baseline.completed(), baseline.errors(), Fmt.pct(baseline.latency(), 0.5),
-        Fmt.pct(baseline.latency(), 0.99), Fmt.ms(baseline.latency().max()));
+    latency.row("baseline, no batch", baseline.completed(), baseline.errors(), Fmt.pct(baseline.latency(), 50),
+        Fmt.pct(baseline.latency(), 99), Fmt.ms(baseline.latency().max()));
     latency.row("beside " + batches.get() + " batches of " + prompts, beside.completed(), beside.errors(),
-        Fmt.pct(beside.latency(), 0.5), Fmt.pct(beside.latency(), 0.99), Fmt.ms(beside.latency().max()));
+        Fmt.pct(beside.latency(), 50), Fmt.pct(beside.latency(), 99), Fmt.ms(beside.latency().max()));
     report.table(latency);
 
     report.verdict(Verdict.check("issue 40", "a batch over serving.max_batch_prompts refused with 400",
@@ -123,8 +123,8 @@ public final class BatchCostScenario implements Scenario {
         Fmt.num(answered.cpuS(), 2) + " s", "≤ 1 s", answered.cpuS() <= 1.0));
     report.verdict(Verdict.perf("issue 40", "router RSS growth for the answered batch (peak − before)",
         Fmt.mib(answered.growth()) + " MiB", "≤ 200 MiB", answered.growth() <= 200L << 20));
-    double p99Base = baseline.latency().percentileMs(0.99);
-    double p99Beside = beside.latency().percentileMs(0.99);
+    double p99Base = baseline.latency().percentileMs(99);
+    double p99Beside = beside.latency().percentileMs(99);
     report.verdict(Verdict.perf("issue 40", "concurrent client's p99 beside batches vs baseline",
         Fmt.num(p99Beside, 1) + " ms vs " + Fmt.num(p99Base, 1) + " ms", "≤ 2 × baseline + 50 ms",
         p99Beside <= 2 * p99Base + 50));
