@@ -4,6 +4,7 @@ import narwhal.bench.process.OtlpSink;
 import narwhal.bench.report.BenchReport;
 import narwhal.bench.report.Verdict;
 import narwhal.bench.scenario.ChaosScenario;
+import narwhal.bench.scenario.BatchCostScenario;
 import narwhal.bench.scenario.ConcurrencyScenario;
 import narwhal.bench.scenario.FuzzEdgeScenario;
 import narwhal.bench.scenario.OverheadScenario;
@@ -39,6 +40,7 @@ public final class Bench {
     register(new RollingRestartScenario());
     register(new PlacementScenario());
     register(new ChaosScenario());
+    register(new BatchCostScenario());
   }
 
   private Bench() {

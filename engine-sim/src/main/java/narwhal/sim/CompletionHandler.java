@@ -20,6 +20,8 @@ final class CompletionHandler {
 
   void handle(RoutingContext ctx, boolean chat) {
     engine.counters().requests.incrementAndGet();
+    engine.counters().requestArrived();
+    ctx.addEndHandler(ar -> engine.counters().requestEnded());
     String path = ctx.request().path();
     String headerId = ctx.request().getHeader("x-request-id");
     if (headerId != null) {

@@ -24,6 +24,20 @@ final class EngineStats {
   final Histogram ttft = new Histogram(Histogram.TTFT_BUCKETS);
   final Histogram e2e = new Histogram(Histogram.REQUEST_LATENCY_BUCKETS);
   final AtomicLong tokenizeRequests = new AtomicLong();
+  /** Completions and chat requests from their arrival to their response's end or their connection's close. */
+  final AtomicLong inProgress = new AtomicLong();
+  /** The most {@link #inProgress} has been since the engine started. */
+  final AtomicLong peakInProgress = new AtomicLong();
+
+  /** A completions or chat request arrived: it counts in progress until {@link #requestEnded}. */
+  void requestArrived() {
+    long now = inProgress.incrementAndGet();
+    peakInProgress.accumulateAndGet(now, Math::max);
+  }
+
+  void requestEnded() {
+    inProgress.decrementAndGet();
+  }
 
   /** Prefix cache hits over queries, in tokens (vLLM's hit rate); 0 before any query. */
   double hitRate() {
@@ -54,6 +68,8 @@ final class EngineStats {
       .put("prefix_cache_hit_rate", hitRate())
       .put("engine_steps", steps)
       .put("overlapping_steps", overlappingSteps)
-      .put("tokenize_requests", tokenizeRequests.get());
+      .put("tokenize_requests", tokenizeRequests.get())
+      .put("requests_in_progress", inProgress.get())
+      .put("peak_requests_in_progress", peakInProgress.get());
   }
 }

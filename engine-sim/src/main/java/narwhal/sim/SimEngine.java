@@ -132,7 +132,9 @@ public final class SimEngine {
    * {@code prompt_tokens}, {@code generation_tokens}, {@code blocks_in_use}, {@code total_blocks},
    * {@code unauthorized} (requests refused for a missing or wrong API key), {@code blocks_cached} (blocks keeping
    * a prefix-cache hash), {@code prefix_cache_queries} and {@code prefix_cache_hits} (in prompt tokens),
-   * {@code prefix_cache_hit_rate} (hits over queries) {@code engine_steps} (batch steps run) and {@code overlapping_steps} (steps timed while another was in flight: 0).
+   * {@code prefix_cache_hit_rate} (hits over queries) {@code engine_steps} (batch steps run) and {@code overlapping_steps} (steps timed while another was in flight: 0),
+   * {@code requests_in_progress} and {@code peak_requests_in_progress} (completions and chat requests from arrival to
+   * their response's end or their connection's close: now, and the most since start).
    */
   public JsonObject stats() {
     int held = handoffs.held();

@@ -1,9 +1,14 @@
 package narwhal.router;
 
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -15,6 +20,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * out first. Closed: new requests are refused as {@code shutting_down}; {@link #idle} completes when the last
  * request in flight has ended; {@link #cutAll} ends those still running when the graceful timeout is over. Thread-safe:
  * the count and the closed flag are one atomic word.
+ * <p>An admitted request's attempts then take {@link LegTurn}s: at most {@code serving.max_legs_in_flight} attempts of
+ * the replica (every prompt of a batch is one) run legs against engines at once, the others wait in arrival order
+ * before their prefill (or their one leg) is sent, so a waiting prompt holds no KV on any engine.
  */
 final class Admission {
   /** What {@link #admit} decided. */
@@ -31,6 +39,11 @@ final class Admission {
     /** Ends the request as cut by the stop; called from any thread, idempotent. */
     void cut();
   }
+
+  private final ArrayDeque<LegTurn> legQueue = new ArrayDeque<>();
+  /** Guarded by {@link #legQueue}. */
+  private int legsRunning;
+  private int legsWaiting;
 
   /** Counts the request in when the replica is open and under {@code limit}. */
   Verdict admit(int limit) {
@@ -92,5 +105,95 @@ final class Admission {
   /** Completes once the replica is closed and no request is in flight. */
   Future<Void> idle() {
     return idle.future();
+  }
+
+  /**
+   * One attempt's turn to run legs, waiting from {@link #legTurn} until {@link #granted}, held until {@link #release}.
+   * Its states change under the admission's lock; its grant completes on the context that asked for it.
+   */
+  final class LegTurn {
+    private static final int WAITING = 0;
+    private static final int RUNNING = 1;
+    private static final int DONE = 2;
+    private final Context context;
+    private final Promise<Void> granted = Promise.promise();
+    private int state = WAITING;
+
+    private LegTurn(Context context) {
+      this.context = context;
+    }
+
+    /** Completes when this attempt may send its legs; fails when it was released before its turn came. */
+    Future<Void> granted() {
+      return granted.future();
+    }
+
+    /**
+     * The attempt ended (or no longer waits): its turn passes to the next waiting one, under {@code limit} as now
+     * configured. Idempotent.
+     */
+    void release(int limit) {
+      releaseTurn(this, limit);
+    }
+  }
+
+  /** A turn for an attempt of an admitted request, granted at once while fewer than {@code limit} legs run. */
+  LegTurn legTurn(int limit, Context context) {
+    LegTurn turn = new LegTurn(context);
+    List<LegTurn> go;
+    synchronized (legQueue) {
+      legQueue.add(turn);
+      legsWaiting++;
+      go = grantTurns(limit);
+    }
+    go.forEach(t -> t.context.runOnContext(v -> t.granted.tryComplete()));
+    return turn;
+  }
+
+  private void releaseTurn(LegTurn turn, int limit) {
+    List<LegTurn> go = List.of();
+    boolean wasWaiting;
+    synchronized (legQueue) {
+      wasWaiting = turn.state == LegTurn.WAITING;
+      if (wasWaiting) {
+        legsWaiting--;
+        // released waiting turns stay queued until polled: drop them when they outnumber those still waiting
+        if (legQueue.size() > 2 * legsWaiting + 64) legQueue.removeIf(t -> t.state != LegTurn.WAITING && t != turn);
+      } else if (turn.state == LegTurn.RUNNING) {
+        legsRunning--;
+        go = grantTurns(limit);
+      }
+      turn.state = LegTurn.DONE;
+    }
+    if (wasWaiting) turn.context.runOnContext(v -> turn.granted.tryFail(new CancellationException("released before its turn")));
+    go.forEach(t -> t.context.runOnContext(v -> t.granted.tryComplete()));
+  }
+
+  /** Under the lock: the waiting turns that now run (those released while waiting are dropped on the way). */
+  private List<LegTurn> grantTurns(int limit) {
+    List<LegTurn> go = new ArrayList<>();
+    while (legsRunning < limit && !legQueue.isEmpty()) {
+      LegTurn next = legQueue.poll();
+      if (next.state != LegTurn.WAITING) continue;
+      next.state = LegTurn.RUNNING;
+      legsWaiting--;
+      legsRunning++;
+      go.add(next);
+    }
+    return go;
+  }
+
+  /** Attempts running their legs now ({@code narwhal_legs_in_flight}). */
+  int legsInFlight() {
+    synchronized (legQueue) {
+      return legsRunning;
+    }
+  }
+
+  /** Attempts waiting for a turn ({@code narwhal_legs_waiting}). */
+  int legsWaiting() {
+    synchronized (legQueue) {
+      return legsWaiting;
+    }
   }
 }

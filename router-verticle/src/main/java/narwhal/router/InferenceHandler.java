@@ -49,6 +49,11 @@ final class InferenceHandler implements Handler<RoutingContext> {
       EdgeRefusal.refuse(ctx, rc, invalid.get(), RequestOutcome.INVALID);
       return;
     }
+    int prompts = chat ? 1 : RequestValidator.batch(body.getValue("prompt"));
+    if (prompts > cfg.serving().maxBatchPrompts()) {
+      EdgeRefusal.refuse(ctx, rc, tooManyPrompts(prompts, cfg.serving().maxBatchPrompts()), RequestOutcome.INVALID);
+      return;
+    }
     if (!EdgeRefusal.admitted(ctx, rc)) return;
     body.remove("kv_transfer_params");
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
@@ -59,7 +64,6 @@ final class InferenceHandler implements Handler<RoutingContext> {
         PromptAffinity.of(body, chat, session, placement), model);
     String answerId = ClientId.answer(chat, ClientId.base(clientRid, body, rid));
     rc.response().putHeader("x-request-id", ClientId.base(clientRid, body, rid));
-    int prompts = chat ? 1 : RequestValidator.batch(body.getValue("prompt"));
     if (prompts > 1) {
       for (int i = 1; i < prompts; i++) ctx.metrics().offered();
       new PromptBatch(ctx, request, answerId, body.getJsonArray("prompt"), part -> PromptAffinity.of(part, false, session, placement),
@@ -71,6 +75,12 @@ final class InferenceHandler implements Handler<RoutingContext> {
     RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
         new RequestTrace.Start(chat ? "chat" : "text_completion", model, rid, clientRid, endpoint, stream, arrivedNanos, body.getValue("max_tokens")));
     new RequestLifecycle(ctx, request, sink, ctx.admission()::finished, trace).start();
+  }
+
+  /** A completions request batching more prompts than {@code serving.max_batch_prompts}: refused before admission. */
+  static EdgeError tooManyPrompts(int prompts, int limit) {
+    return EdgeError.invalid("prompt: " + prompts + " prompts in one request, more than serving.max_batch_prompts (" + limit
+        + ")", "prompt");
   }
 
   /**

@@ -9,7 +9,9 @@ import narwhal.engines.client.DecodeEnd;
 import narwhal.router.telemetry.RequestTrace;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.function.Function;
 
@@ -23,7 +25,11 @@ import java.util.function.Function;
  * leg before every prompt is known to fit the context: vLLM refuses such a batch whole before any work, and a part
  * abandoned after its prefill would leave its KV blocks to the producer's lease. At most
  * {@code serving.batch_parallelism} parts run their legs at once, in prompt order: a batch of hundreds of prompts all
- * at once filled the consumers' queues (503 for the whole batch) and left every prefilled part's KV to the lease.
+ * at once filled the consumers' queues (503 for the whole batch) and left every prefilled part's KV to the lease; and
+ * each running part's attempt takes its turn under the replica's {@code serving.max_legs_in_flight} ({@link Admission}).
+ * A batch costs linear time and memory: each part's body is the request's body without its prompts, shared, plus its
+ * own prompt (a copy of the whole body per prompt made 10,000 prompts quadratic), and parts start a few hundred per
+ * turn of the event loop. At most {@code serving.max_batch_prompts} prompts, checked at the edge.
  */
 final class PromptBatch {
   private final RouterContext ctx;
@@ -31,6 +37,11 @@ final class PromptBatch {
   private final JsonArray prompts;
   private final Function<JsonObject, String> affinity;
   private final Runnable onFinish;
+  /** How many parts start in one turn of the event loop ({@link #startParts}). */
+  private static final int PARTS_PER_TURN = 256;
+  /** The request's body without its prompts, shared by every part's body (its values are never modified). */
+  private final Map<String, Object> shared;
+  /** The parts started so far, in prompt order. */
   private final List<RequestLifecycle> parts = new ArrayList<>();
   private final JsonObject[] answers;
   private final JsonObject[] usages;
@@ -64,6 +75,8 @@ final class PromptBatch {
     this.usages = new JsonObject[prompts.size()];
     this.parallelism = ctx.config().get().serving().batchParallelism();
     this.runningPart = new boolean[prompts.size()];
+    this.shared = new LinkedHashMap<>(request.body().getMap());
+    shared.remove("prompt");
   }
 
   /** A part whose prompt fits, waiting for one of the batch's turns. */
@@ -72,19 +85,6 @@ final class PromptBatch {
 
   void start() {
     if (request.stream()) relay = new SseRelay(request.response(), ctx.endOfTurn(), answerId);
-    long created = request.arrived().getEpochSecond();
-    for (int i = 0; i < prompts.size(); i++) {
-      int index = i;
-      JsonObject body = request.body().copy().put("prompt", partPrompt(prompts.getValue(i)));
-      InferenceRequest part = new InferenceRequest(request.rid() + "-" + i, request.clientRid(), request.endpoint(), false, body,
-          request.stream(), request.response(), request.arrived(), request.arrivedNanos(), affinity.apply(body), request.model());
-      ClientSink sink = relay != null ? relay.part(i, end -> streamed(index, end), error -> failed(index, error))
-          : new JsonAssembler(request.response(), false, answerId, request.model(), null, created,
-              new JsonAssembler.Outcome(answer -> answered(index, answer), error -> failed(index, error)));
-      RequestLifecycle lifecycle = new RequestLifecycle(ctx, part, sink, () -> partFinished(index), RequestTrace.OFF);
-      lifecycle.gateAfterFit(() -> fitted(index));
-      parts.add(lifecycle);
-    }
     request.response().closeHandler(v -> {
       // ended first: a running part cancelled here would otherwise hand its turn to a waiting part, which would send
       // its prefill before its own cancellation, and so on through every waiting part of the batch
@@ -92,7 +92,40 @@ final class PromptBatch {
       List.copyOf(parts).forEach(RequestLifecycle::cancelled);
       stopWaiting(new CancellationException("the client went away"));
     });
-    List.copyOf(parts).forEach(RequestLifecycle::startPart);
+    startParts(ctx.vertx().getOrCreateContext());
+  }
+
+  /**
+   * Starts the next {@link #PARTS_PER_TURN} parts, then lets the event loop serve others before the next ones: a batch
+   * of thousands of prompts does not hold the loop for all of its parts at once. Once the batch has ended the parts
+   * not yet started count as finished without ever starting.
+   */
+  private void startParts(io.vertx.core.Context context) {
+    int until = Math.min(prompts.size(), parts.size() + PARTS_PER_TURN);
+    while (parts.size() < until && !ended) {
+      RequestLifecycle part = part(parts.size());
+      parts.add(part);
+      part.startPart();
+    }
+    if (ended && parts.size() < prompts.size()) {
+      finishedParts += prompts.size() - parts.size();
+      if (finishedParts == prompts.size()) onFinish.run();
+      return;
+    }
+    if (parts.size() < prompts.size()) context.runOnContext(v -> startParts(context));
+  }
+
+  /** Prompt {@code index}'s part: the request's body without its prompts, shared, with this prompt as its own. */
+  private RequestLifecycle part(int index) {
+    JsonObject body = new JsonObject(new LinkedHashMap<>(shared)).put("prompt", partPrompt(prompts.getValue(index)));
+    InferenceRequest part = new InferenceRequest(request.rid() + "-" + index, request.clientRid(), request.endpoint(), false, body,
+        request.stream(), request.response(), request.arrived(), request.arrivedNanos(), affinity.apply(body), request.model());
+    ClientSink sink = relay != null ? relay.part(index, end -> streamed(index, end), error -> failed(index, error))
+        : new JsonAssembler(request.response(), false, answerId, request.model(), null, request.arrived().getEpochSecond(),
+            new JsonAssembler.Outcome(answer -> answered(index, answer), error -> failed(index, error)));
+    RequestLifecycle lifecycle = new RequestLifecycle(ctx, part, sink, () -> partFinished(index), RequestTrace.OFF);
+    lifecycle.gateAfterFit(() -> fitted(index));
+    return lifecycle;
   }
 
   /**
@@ -109,7 +142,7 @@ final class PromptBatch {
 
   /** A part's prompt fits: its legs wait for the other prompts' verdicts, then for a turn. */
   private Future<Void> fitted(int index) {
-    if (++fittedParts == parts.size()) allFit.tryComplete();
+    if (++fittedParts == prompts.size()) allFit.tryComplete();
     return allFit.future().compose(v -> turn(index));
   }
 
@@ -182,7 +215,7 @@ final class PromptBatch {
       running--;
       nextTurns();
     }
-    if (++finishedParts == parts.size()) onFinish.run();
+    if (++finishedParts == prompts.size()) onFinish.run();
   }
 
   /**

@@ -115,6 +115,8 @@ final class RequestLifecycle implements Admission.Cuttable {
     Reservation producer;
     Reservation consumer;
     PrefillResult handoff;
+    /** Its turn under {@code serving.max_legs_in_flight} ({@link Admission.LegTurn}); null until it asked for one. */
+    Admission.LegTurn turn;
     /** A local leg: {@link #producer} and {@link #consumer} are its one reservation. */
     boolean local;
     boolean decodeOutput;
@@ -198,6 +200,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     current = a;
     trace.attempt(a.number);
     (whole != null ? whole(a) : localFirst ? localOrDisaggregated(a) : disaggregated(a))
+        .onComplete(ar -> releaseTurn(a))
         .onSuccess(end -> completed(a, end))
         .onFailure(err -> attemptFailed(a, err));
   }
@@ -205,6 +208,7 @@ final class RequestLifecycle implements Admission.Cuttable {
   private Future<DecodeEnd> disaggregated(Attempt a) {
     return reserve(Phase.PREFILL, null)
         .compose(producer -> fits(a, producer).map(producer))
+        .compose(producer -> legTurn(a).map(producer))
         .compose(producer -> prefill(a, producer))
         .compose(handoff -> reserve(Phase.DECODE, a.producer.iid()).map(consumer -> {
           a.consumer = consumer;
@@ -230,7 +234,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     a.local = true;
     a.producer = engine;
     a.consumer = engine;
-    return fits(a, engine).compose(v -> {
+    return fits(a, engine).compose(v -> legTurn(a)).compose(v -> {
       if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
       ctx.metrics().decodeAttempt();
       String requestId = request.rid() + "-a" + a.number + "-local";
@@ -248,7 +252,7 @@ final class RequestLifecycle implements Admission.Cuttable {
 
   /** The one leg of a whole request, on a decode-capable engine of its model: its answer goes to the client as is. */
   private Future<DecodeEnd> whole(Attempt a) {
-    return reserve(Phase.DECODE, null).compose(consumer -> {
+    return reserve(Phase.DECODE, null).compose(consumer -> legTurn(a).map(consumer)).compose(consumer -> {
       a.consumer = consumer;
       if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
       ctx.metrics().decodeAttempt();
@@ -259,6 +263,22 @@ final class RequestLifecycle implements Admission.Cuttable {
           .compose(resp -> whole.relay(resp, consumer.iid(), () -> firstOutput(a, System.nanoTime())))
           .onComplete(ar -> release(consumer)));
     });
+  }
+
+  /**
+   * Attempt {@code a} waits, its prompt known to fit and before its first leg, for a turn under
+   * {@code serving.max_legs_in_flight} (one count across the replica's requests and batches' prompts): a waiting
+   * attempt has sent nothing to an engine, so it holds no KV; it keeps its reservation, the engine it will use.
+   */
+  private Future<Void> legTurn(Attempt a) {
+    if (done) return Future.failedFuture(new CancellationException());
+    a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context);
+    return a.turn.granted().compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
+  }
+
+  /** Attempt {@code a} has ended (or the request did): its turn goes to the next attempt waiting for one. */
+  private void releaseTurn(Attempt a) {
+    if (a != null && a.turn != null) a.turn.release(ctx.config().get().serving().maxLegsInFlight());
   }
 
   private Future<Reservation> reserve(Phase phase, String avoid) {
@@ -651,6 +671,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (whole != null) whole.cancel();
     if (terminal != RequestOutcome.COMPLETED) leftToLease(current);
     for (Reservation r : List.copyOf(held)) release(r);
+    releaseTurn(current);
     if (ttftNanos >= 0) ctx.metrics().ttft(ttftNanos);
     if (firstByteNanos >= 0) ctx.metrics().firstByte(firstByteNanos);
     trace.finished(terminal.wireName(), reason, status, errorType, attempt);

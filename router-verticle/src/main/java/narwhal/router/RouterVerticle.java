@@ -90,6 +90,7 @@ public final class RouterVerticle extends VerticleBase {
       io.micrometer.core.instrument.FunctionCounter.builder("narwhal.journal.dropped.rows", journal, Journal::droppedRows)
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       clusterGauges(registry);
+      legGauges(registry);
       shared = new Replica(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
           new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners(),
           new ReadinessAnswer(admission, vertx), ClientConnections.of(registry));
@@ -133,6 +134,14 @@ public final class RouterVerticle extends VerticleBase {
     io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.refused", vertx, v -> narwhal.common.bus.ClusterView.of(v).refusal() == null ? 0 : 1)
         .description("1 while the members this replica is configured to join refuse it (another cluster.name or cluster.tls.enabled)")
         .register(registry);
+  }
+
+  /** The attempts running legs and waiting for a turn under {@code serving.max_legs_in_flight} (docs/metrics.md). */
+  private void legGauges(MeterRegistry registry) {
+    io.micrometer.core.instrument.Gauge.builder("narwhal.legs.in.flight", admission, Admission::legsInFlight)
+        .description("attempts running their legs against engines now (serving.max_legs_in_flight)").register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.legs.waiting", admission, Admission::legsWaiting)
+        .description("attempts waiting for a turn before their first leg (serving.max_legs_in_flight)").register(registry);
   }
 
   private synchronized RouterInstance instance(RouterInstance instance) {

@@ -22,7 +22,9 @@ public record ServingConfig(
     double gracefulTimeoutS,
     double receiveTimeoutS,
     double drainDelayS,
-    int batchParallelism) {
+    int batchParallelism,
+    int maxBatchPrompts,
+    int maxLegsInFlight) {
 
   public static final int DEFAULT_MAX_IN_FLIGHT = 768;
   public static final long DEFAULT_MAX_REQUEST_BYTES = 4L * 1024 * 1024;
@@ -39,6 +41,13 @@ public record ServingConfig(
   public static final double DEFAULT_RECEIVE_TIMEOUT_S = 10;
   public static final double DEFAULT_DRAIN_DELAY_S = 5;
   public static final int DEFAULT_BATCH_PARALLELISM = 16;
+  /** OpenAI's legacy completions take at most 2048 prompts in one request's array; vLLM sets no bound of its own. */
+  public static final int DEFAULT_MAX_BATCH_PROMPTS = 2048;
+  /**
+   * When the file does not set it, {@code serving.max_in_flight}'s value ({@link #read}): a replica runs no more legs at
+   * once than it admits requests; this is that value's default.
+   */
+  public static final int DEFAULT_MAX_LEGS_IN_FLIGHT = DEFAULT_MAX_IN_FLIGHT;
 
   static final Key<ServingConfig, Integer> MAX_IN_FLIGHT =
       Key.integer("max_in_flight", ServingConfig::maxInFlight, DEFAULT_MAX_IN_FLIGHT, 1, Integer.MAX_VALUE);
@@ -79,9 +88,20 @@ public record ServingConfig(
   static final Key<ServingConfig, Integer> BATCH_PARALLELISM =
       Key.integer("batch_parallelism", ServingConfig::batchParallelism, DEFAULT_BATCH_PARALLELISM, 1, 1_024);
 
+  /** The most prompts one completions request may batch in its {@code prompt} list; more get a 400 naming this key. */
+  static final Key<ServingConfig, Integer> MAX_BATCH_PROMPTS =
+      Key.integer("max_batch_prompts", ServingConfig::maxBatchPrompts, DEFAULT_MAX_BATCH_PROMPTS, 1, 1_000_000);
+  /**
+   * How many attempts this replica runs against engines at once, across all requests and batches: one more waits
+   * for a turn before its prefill (or its one leg) is sent.
+   */
+  static final Key<ServingConfig, Integer> MAX_LEGS_IN_FLIGHT =
+      Key.integer("max_legs_in_flight", ServingConfig::maxLegsInFlight, DEFAULT_MAX_LEGS_IN_FLIGHT, 1, Integer.MAX_VALUE);
+
   static final Section<ServingConfig> SECTION = new Section<>(MAX_IN_FLIGHT, MAX_CONNECTIONS, MAX_REQUEST_BYTES,
       MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_S, PREFILL_TIMEOUT_S, MAX_ATTEMPTS, RETRY_BASE_S, RETRY_CAP_S, RETRY_BUDGET,
-      RETRY_REPLENISH, GRACEFUL_TIMEOUT_S, RECEIVE_TIMEOUT_S, DRAIN_DELAY_S, BATCH_PARALLELISM);
+      RETRY_REPLENISH, GRACEFUL_TIMEOUT_S, RECEIVE_TIMEOUT_S, DRAIN_DELAY_S, BATCH_PARALLELISM, MAX_BATCH_PROMPTS,
+      MAX_LEGS_IN_FLIGHT);
 
   public static ServingConfig defaults() {
     return read(SectionReader.empty("serving", SECTION), null);
@@ -105,7 +125,8 @@ public record ServingConfig(
         v -> v >= retryBaseS, "a number of at least serving.retry_base_s (" + Seconds.toJson(retryBaseS) + ")");
     return new ServingConfig(maxInFlight, maxRequestBytes, maxResponseBytes, requestTimeoutS, prefillTimeoutS,
         maxAttempts, retryBaseS, retryCapS, r.get(RETRY_BUDGET), r.get(RETRY_REPLENISH), r.get(GRACEFUL_TIMEOUT_S),
-        r.get(RECEIVE_TIMEOUT_S), r.get(DRAIN_DELAY_S), r.get(BATCH_PARALLELISM));
+        r.get(RECEIVE_TIMEOUT_S), r.get(DRAIN_DELAY_S), r.get(BATCH_PARALLELISM), r.get(MAX_BATCH_PROMPTS),
+        r.has(MAX_LEGS_IN_FLIGHT.name()) ? r.get(MAX_LEGS_IN_FLIGHT) : maxInFlight);
   }
 
   public long requestTimeoutMs() {
