@@ -6,6 +6,7 @@ import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.SharedState;
@@ -250,8 +251,10 @@ final class ClusterSync {
         applyShared(json);
         FleetHoldEvent hold = FleetHoldEvent.fromJson(json);
         EngineStateEvent event = hold == null ? EngineStateEvent.fromJson(json) : null;
-        if (hold != null) held.put(SharedState.FLEET_HOLD_KEY, hold.version());
-        if (event != null) held.put(event.iid(), event.version());
+        long now = clockMs.getAsLong();
+        // a version further ahead than the clock skew allows is forged: as if absent, so this book's truth overwrites it
+        if (hold != null && !ClockBound.ahead(hold.changedMs(), now)) held.put(SharedState.FLEET_HOLD_KEY, hold.version());
+        if (event != null && !ClockBound.ahead(event.changedMs(), now)) held.put(event.iid(), event.version());
       }
       return writeNewer(held);
     });

@@ -6,6 +6,7 @@ import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.Counter;
 import io.vertx.core.shareddata.Lock;
 import io.vertx.core.shareddata.SharedData;
+import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.SharedState;
@@ -85,15 +86,17 @@ final class SharedBreakerState {
     return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(m -> m.get(key).compose(current -> {
       if (current == null) return m.putIfAbsent(key, text).map(raced -> raced == null ? CasStep.WRITTEN : CasStep.RACED);
       JsonObject held = new JsonObject(current);
-      if (!version.newerThan(versionOf(held))) return Future.succeededFuture(held.encode().equals(text) ? CasStep.WRITTEN : new CasStep(held));
+      if (!version.newerThan(versionOf(held, wallClockMs.getAsLong()))) return Future.succeededFuture(held.encode().equals(text) ? CasStep.WRITTEN : new CasStep(held));
       return m.replaceIfPresent(key, current, text).map(done -> done ? CasStep.WRITTEN : CasStep.RACED);
     }))).compose(step -> step != CasStep.RACED ? Future.succeededFuture(step.newer())
         : tries > 1 ? putIfNewer(key, json, version, tries - 1)
         : Future.failedFuture("lost " + CAS_TRIES + " write races for " + key));
   }
 
-  private static StateVersion versionOf(JsonObject json) {
+  /** The entry's version; {@link StateVersion#NONE} for one further ahead than {@link ClockBound} allows (forged: overwritten). */
+  private static StateVersion versionOf(JsonObject json, long nowMs) {
     Number changed = json.getValue("changed_ms") instanceof Number n ? n : 0;
+    if (ClockBound.ahead(changed.longValue(), nowMs)) return StateVersion.NONE;
     return new StateVersion(changed.longValue(), json.getValue("origin") instanceof String o ? o : "");
   }
 
@@ -165,7 +168,8 @@ final class SharedBreakerState {
     Supplier<Future<Boolean>> take = () -> this.<String>map(LEASES).compose(m -> m.putIfAbsent(name, mine).compose(held -> {
       if (held == null) return Future.succeededFuture(true);
       JsonObject current = parse(held);
-      if (current != null && current.getLong("until", 0L) > now) return Future.succeededFuture(false);
+      long until = current == null || !(current.getValue("until") instanceof Number n) ? 0 : n.longValue();
+      if (until > now && !ClockBound.ahead(until, now, leaseMs)) return Future.succeededFuture(false);
       return m.replaceIfPresent(name, held, mine);
     }));
     return guard.run(take)
@@ -184,7 +188,8 @@ final class SharedBreakerState {
 
   /** When a replica last checked an engine's liveness (epoch ms), 0 if never or unknown. */
   Future<Long> lastLivenessCheck(String iid) {
-    return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.get(iid))).map(at -> at == null ? 0L : at);
+    return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.get(iid)))
+        .map(at -> at == null || ClockBound.ahead(at, wallClockMs.getAsLong()) ? 0L : at);
   }
 
   Future<Void> livenessChecked(String iid, long atMs) {

@@ -17,6 +17,7 @@ import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.WebClient;
 import io.vertx.ext.web.client.WebClientOptions;
 import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.LegsSent;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
@@ -149,7 +150,7 @@ final class LoadReadings {
       clusterView = true;
       long now = System.currentTimeMillis();
       for (EngineConfig engine : engines) {
-        EngineLoad shared = EngineLoad.fromJson(parse(ar.result().get(engine.iid())));
+        EngineLoad shared = bounded(EngineLoad.fromJson(parse(ar.result().get(engine.iid()))));
         if (shared != null) table.applyLoad(shared);
         if (shared == null || now - shared.readAtMs() >= interval * 9 / 10) claimAndRead(engine, interval);
       }
@@ -173,7 +174,7 @@ final class LoadReadings {
   private void readUnder(Lock lock, EngineConfig engine, long interval) {
     guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(engine.iid())))
         .compose(text -> {
-          EngineLoad current = EngineLoad.fromJson(parse(text));
+          EngineLoad current = bounded(EngineLoad.fromJson(parse(text)));
           if (current != null && System.currentTimeMillis() - current.readAtMs() < interval * 9 / 10) {
             return Future.succeededFuture(current);
           }
@@ -245,7 +246,7 @@ final class LoadReadings {
     if (!catchingUp.add(iid)) return;
     guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(iid))).onComplete(ar -> {
       catchingUp.remove(iid);
-      EngineLoad shared = ar.succeeded() ? EngineLoad.fromJson(parse(ar.result())) : null;
+      EngineLoad shared = ar.succeeded() ? bounded(EngineLoad.fromJson(parse(ar.result()))) : null;
       if (shared == null || !iid.equals(shared.iid())) return;
       table.applyLoad(shared);
       applyHeard();
@@ -278,6 +279,14 @@ final class LoadReadings {
 
   private <V> Future<AsyncMap<String, V>> map(String name) {
     return data.getAsyncMap(name);
+  }
+
+  /**
+   * The reading, or null when it was taken further ahead of this replica's clock than {@link ClockBound} allows: forged
+   * (it would look fresh for good and never be read again), so it is read again and overwritten.
+   */
+  private static EngineLoad bounded(EngineLoad reading) {
+    return reading == null || ClockBound.ahead(reading.readAtMs(), System.currentTimeMillis()) ? null : reading;
   }
 
   private static JsonObject parse(String text) {

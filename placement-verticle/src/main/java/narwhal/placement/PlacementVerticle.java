@@ -13,6 +13,7 @@ import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.SharedData;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.Failures;
 import narwhal.common.bus.FleetHoldEvent;
@@ -284,9 +285,15 @@ public final class PlacementVerticle extends VerticleBase {
     refreshReadiness();
   }
 
-  /** Whether a version is newer than the one already applied under {@code key}; records it if so. */
+  /**
+   * Whether a version is newer than the one already applied under {@code key}; records it if so. One further ahead of
+   * this replica's clock than {@link ClockBound} allows is forged and never applied (it would pin the state for good).
+   */
   private boolean current(String key, StateVersion version) {
-    if (!version.newerThan(versions.getOrDefault(key, StateVersion.NONE))) return false;
+    if (!version.newerThan(versions.getOrDefault(key, StateVersion.NONE))
+        || ClockBound.ahead(version.changedMs(), System.currentTimeMillis())) {
+      return false;
+    }
     versions.put(key, version);
     return true;
   }
