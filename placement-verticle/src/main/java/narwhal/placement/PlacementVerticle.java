@@ -14,6 +14,7 @@ import io.vertx.core.shareddata.SharedData;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.EngineState;
 import narwhal.common.bus.ClockBound;
+import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.Failures;
 import narwhal.common.bus.FleetHoldEvent;
@@ -131,7 +132,10 @@ public final class PlacementVerticle extends VerticleBase {
             .put("data", new JsonArray(new java.util.ArrayList<>(table.servedCards()))))),
         vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(NarwhalConfig.fromJson(msg.body()))),
         vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged),
-        vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> streakChanged(msg.body())));
+        vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> {
+          JsonObject body = ClusterSeal.of(vertx).open(Addresses.STREAK_CHANGED, msg.body());
+          if (body != null) streakChanged(body);
+        }));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
         .compose(v -> vertx.sharedData().<String, String>getAsyncMap(SharedState.ENGINE_STATE_MAP))
         .compose(map -> {
@@ -200,7 +204,10 @@ public final class PlacementVerticle extends VerticleBase {
 
   private Future<Void> resync() {
     return shared.entries()
-        .onSuccess(entries -> entries.values().forEach(text -> apply(new JsonObject(text))))
+        .onSuccess(entries -> entries.forEach((key, text) -> {
+          JsonObject json = ClusterSeal.of(vertx).openText(SharedState.ENGINE_STATE_MAP, key, text);
+          if (json != null) apply(json);
+        }))
         .mapEmpty();
   }
 
@@ -270,7 +277,8 @@ public final class PlacementVerticle extends VerticleBase {
   }
 
   private void fleetChanged(Message<JsonObject> msg) {
-    apply(msg.body());
+    JsonObject body = ClusterSeal.of(vertx).open(Addresses.FLEET_CHANGED, msg.body());
+    if (body != null) apply(body);
   }
 
   private void apply(JsonObject body) {

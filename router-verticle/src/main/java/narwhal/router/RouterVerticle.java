@@ -99,8 +99,9 @@ public final class RouterVerticle extends VerticleBase {
       });
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.PLACEMENT_LISTED, msg -> relearner.listed(msg.body()));
-      vertx.eventBus().<JsonObject>consumer(Addresses.FLEET_CHANGED, msg -> {
-        narwhal.common.bus.EngineStateEvent event = narwhal.common.bus.EngineStateEvent.fromJson(msg.body());
+      vertx.eventBus().<Object>consumer(Addresses.FLEET_CHANGED, msg -> {
+        narwhal.common.bus.EngineStateEvent event = narwhal.common.bus.EngineStateEvent.fromJson(
+            narwhal.common.bus.ClusterSeal.of(vertx).open(Addresses.FLEET_CHANGED, msg.body()));
         if (event != null && event.state() == narwhal.common.bus.EngineState.SERVING) relearner.readmitted(event.iid());
       });
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());

@@ -1,0 +1,109 @@
+package narwhal.launcher;
+
+import com.hazelcast.cluster.Member;
+import com.hazelcast.core.HazelcastInstance;
+import com.hazelcast.map.IMap;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.ClusterSeal;
+
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.logging.Logger;
+
+/**
+ * Intruders are seen (docs/operations.md#threat-model): with a cluster secret each replica keeps its membership proof
+ * in the map {@value #MAP} — its member UUID and address, tagged with the secret under its UUID, so a proof copied
+ * under another member's UUID does not verify — and rewrites it every {@value #EVERY_MS} ms (a deleted proof comes
+ * back). Every {@value #EVERY_MS} ms it checks the cluster's members: one (lite members, i.e. admin commands,
+ * included) that has shown no valid proof for {@value #GRACE_MS} ms since it joined is logged once with its address,
+ * counted in the gauge {@code narwhal_cluster_unverified_members} and listed in {@code /narwhal/state}
+ * ({@code cluster.unverified_members}).
+ */
+final class MemberProofs {
+  static final String MAP = "narwhal.members";
+  static final long EVERY_MS = 2_000;
+  static final long GRACE_MS = 4_000;
+  private static final Logger LOG = Logger.getLogger(MemberProofs.class.getName());
+
+  private final HazelcastInstance hazelcast;
+  private final ClusterSeal seal;
+  private final Map<UUID, Long> firstSeen = new ConcurrentHashMap<>();
+  private final Map<UUID, JsonObject> unverified = new ConcurrentHashMap<>();
+  private final Set<UUID> logged = ConcurrentHashMap.newKeySet();
+
+  private MemberProofs(HazelcastInstance hazelcast, ClusterSeal seal) {
+    this.hazelcast = hazelcast;
+    this.seal = seal;
+  }
+
+  /** Starts proving and checking; null without a secret (nothing can be proven). */
+  static MemberProofs start(Vertx vertx, HazelcastInstance hazelcast, ClusterSeal seal, MeterRegistry registry) {
+    MemberProofs proofs = new MemberProofs(hazelcast, seal);
+    Gauge.builder("narwhal.cluster.unverified.members", proofs, p -> p.unverified.size())
+        .description("members of the Hazelcast cluster without a valid membership proof (no cluster secret, or another one)")
+        .register(registry);
+    if (!seal.enabled()) return proofs;
+    Runnable round = () -> vertx.executeBlocking(() -> {
+      proofs.prove();
+      proofs.check(System.currentTimeMillis());
+      return null;
+    }, false);
+    round.run();
+    vertx.setPeriodic(EVERY_MS, t -> round.run());
+    return proofs;
+  }
+
+  private IMap<String, String> map() {
+    return hazelcast.getMap(MAP);
+  }
+
+  private void prove() {
+    Member self = hazelcast.getCluster().getLocalMember();
+    String key = self.getUuid().toString();
+    map().set(key, seal.seal(MAP, key, new JsonObject().put("uuid", key).put("address", address(self))).encode());
+  }
+
+  void check(long nowMs) {
+    Set<Member> members = hazelcast.getCluster().getMembers();
+    firstSeen.keySet().removeIf(uuid -> members.stream().noneMatch(m -> m.getUuid().equals(uuid)));
+    unverified.keySet().retainAll(firstSeen.keySet());
+    for (Member member : members) {
+      if (member.localMember()) continue;
+      UUID uuid = member.getUuid();
+      long since = firstSeen.computeIfAbsent(uuid, u -> nowMs);
+      String key = uuid.toString();
+      String text = map().get(key);
+      JsonObject proof = text == null ? null : seal.openText(MAP, key, text);
+      if (proof != null && key.equals(proof.getString("uuid"))) {
+        if (unverified.remove(uuid) != null) LOG.info("cluster: member " + address(member) + " (" + key + ") now proves its membership");
+        continue;
+      }
+      if (nowMs - since < GRACE_MS) continue;
+      JsonObject entry = new JsonObject().put("address", address(member)).put("uuid", key).put("lite_member", member.isLiteMember())
+          .put("since_ms", since);
+      unverified.put(uuid, entry);
+      if (logged.add(uuid)) {
+        LOG.severe("cluster: member " + address(member) + " (" + key + (member.isLiteMember() ? ", lite member" : "")
+            + ") has joined cluster \"" + hazelcast.getConfig().getClusterName() + "\" without a valid membership proof: "
+            + "it does not hold the cluster secret (an intruder, or a replica with another cluster.secret_file); what it "
+            + "writes and sends is refused, but it can still delete shared entries and slow the cluster "
+            + "(docs/operations.md#threat-model)");
+      }
+    }
+  }
+
+  /** The members without a valid proof, for {@code /narwhal/state}. */
+  JsonArray unverified() {
+    return new JsonArray(unverified.values().stream().map(JsonObject::copy).toList());
+  }
+
+  private static String address(Member member) {
+    return member.getAddress().getHost() + ":" + member.getAddress().getPort();
+  }
+}
