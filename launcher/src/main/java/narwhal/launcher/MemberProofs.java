@@ -3,6 +3,8 @@ package narwhal.launcher;
 import com.hazelcast.cluster.Member;
 import com.hazelcast.core.HazelcastInstance;
 import com.hazelcast.map.IMap;
+import com.hazelcast.multimap.MultiMap;
+import io.vertx.spi.cluster.hazelcast.impl.HazelcastRegistrationInfo;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Vertx;
@@ -23,12 +25,16 @@ import java.util.logging.Logger;
  * back). Every {@value #EVERY_MS} ms it checks the cluster's members: one (lite members, i.e. admin commands,
  * included) that has shown no valid proof for {@value #GRACE_MS} ms since it joined is logged once with its address,
  * counted in the gauge {@code narwhal_cluster_unverified_members} and listed in {@code /narwhal/state}
- * ({@code cluster.unverified_members}).
+ * ({@code cluster.unverified_members}); its event-bus handlers on Narwhal addresses are removed, at every check.
  */
 final class MemberProofs {
   static final String MAP = "narwhal.members";
   static final long EVERY_MS = 2_000;
   static final long GRACE_MS = 4_000;
+  /** Vert.x's cluster-wide map of event-bus handlers (address → the nodes that registered one). */
+  private static final String SUBS = "__vertx.subs";
+  /** The member attribute holding a member's Vert.x node id, which its subscriptions name. */
+  private static final String VERTX_NODE_ID = "__vertx.nodeId";
   private static final Logger LOG = Logger.getLogger(MemberProofs.class.getName());
 
   private final HazelcastInstance hazelcast;
@@ -49,11 +55,11 @@ final class MemberProofs {
         .description("members of the Hazelcast cluster without a valid membership proof (no cluster secret, or another one)")
         .register(registry);
     if (!seal.enabled()) return proofs;
-    Runnable round = () -> vertx.executeBlocking(() -> {
+    Runnable round = () -> vertx.<Void>executeBlocking(() -> {
       proofs.prove();
       proofs.check(System.currentTimeMillis());
       return null;
-    }, false);
+    }, false).onFailure(err -> LOG.warning("cluster: membership check failed (the next one retries): " + err));
     round.run();
     vertx.setPeriodic(EVERY_MS, t -> round.run());
     return proofs;
@@ -88,6 +94,10 @@ final class MemberProofs {
       JsonObject entry = new JsonObject().put("address", address(member)).put("uuid", key).put("lite_member", member.isLiteMember())
           .put("since_ms", since);
       unverified.put(uuid, entry);
+      String vertxNode = member.getAttribute(VERTX_NODE_ID);
+      int purged = vertxNode == null ? 0 : purgeRegistrations(vertxNode);
+      if (purged > 0) LOG.warning("cluster: removed " + purged + " event-bus registration(s) of unverified member " + address(member)
+          + " on Narwhal addresses: no replica sends to it");
       if (logged.add(uuid)) {
         LOG.severe("cluster: member " + address(member) + " (" + key + (member.isLiteMember() ? ", lite member" : "")
             + ") has joined cluster \"" + hazelcast.getConfig().getClusterName() + "\" without a valid membership proof: "
@@ -96,6 +106,24 @@ final class MemberProofs {
             + "(docs/operations.md#threat-model)");
       }
     }
+  }
+
+  /**
+   * Removes the member's handlers on Narwhal addresses ({@code narwhal.*}) from Vert.x's subscription map, so that no
+   * replica's send or request reaches it (its registrations would otherwise take their turn in the round robin, an
+   * admin command's token included). Reads Vert.x's Hazelcast subscription entries ({@code HazelcastRegistrationInfo},
+   * an implementation class of vertx-hazelcast).
+   */
+  private int purgeRegistrations(String nodeId) {
+    MultiMap<String, HazelcastRegistrationInfo> subs = hazelcast.getMultiMap(SUBS);
+    int purged = 0;
+    for (String address : subs.keySet()) {
+      if (!address.startsWith("narwhal.")) continue;
+      for (HazelcastRegistrationInfo info : subs.get(address)) {
+        if (nodeId.equals(info.unwrap().nodeId()) && subs.remove(address, info)) purged++;
+      }
+    }
+    return purged;
   }
 
   /** The members without a valid proof, for {@code /narwhal/state}. */

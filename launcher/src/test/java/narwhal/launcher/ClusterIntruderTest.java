@@ -84,6 +84,11 @@ class ClusterIntruderTest {
         intruder.eventBus().publish(Addresses.STREAK_CHANGED, new JsonObject().put("origin", "breaker-forged").put("iid", "D1")
             .put("class", "connection").put("streak", 2));
 
+        List<String> stolen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        ClusterHarness.await(intruder.eventBus().<JsonObject>consumer(Addresses.ADMIN, msg -> {
+          stolen.add(String.valueOf(msg.headers().get("token")));
+          msg.reply(new JsonObject().put("replica", "breaker-forged"));
+        }).completion());
         String intruderAddress = hz.getCluster().getLocalMember().getAddress().getHost() + ":"
             + hz.getCluster().getLocalMember().getAddress().getPort();
         h.awaitTrue("every replica reports the intruder, and only it, as unverified", 10_000, () -> Future.succeededFuture(
@@ -93,6 +98,14 @@ class ClusterIntruderTest {
               return listed.size() == 1 && intruderAddress.equals(listed.getJsonObject(0).getString("address"))
                   && node.registry().get("narwhal.cluster.unverified.members").gauge().value() == 1;
             })));
+        h.awaitTrue("the intruder's handler on narwhal.admin is gone from the subscriptions", 10_000, () -> Future.succeededFuture(
+            hz.<String, Object>getMultiMap("__vertx.subs").get(Addresses.ADMIN).stream()
+                .noneMatch(info -> info.toString().contains(manager.getNodeId()))));
+        for (int i = 0; i < 6; i++) {
+          JsonObject reply = h.admin(replicas.get(i % 2), "state", new JsonObject());
+          assertTrue(!"breaker-forged".equals(reply.getString("replica")), "a replica answered: " + reply);
+        }
+        assertEquals(List.of(), stolen, "no admin token reached the intruder");
         h.awaitTrue("every replica refused the forged bus message and map entries", 10_000, () -> Future.succeededFuture(
             replicas.stream().allMatch(node -> forged(node, Addresses.FLEET_CHANGED) >= 1 && forged(node, SharedState.ENGINE_STATE_MAP) >= 1)));
         h.awaitTrue("the replicas wrote their own D0 over the forged one", 10_000, () -> Future.succeededFuture(
