@@ -151,6 +151,12 @@ final class ClusterHealth implements ClusterView {
   }
 
   @Override
+  public int unverifiedMembers() {
+    MemberProofs p = proofs;
+    return p == null ? 0 : p.unverifiedCount();
+  }
+
+  @Override
   public JsonObject toJson() {
     String why = refusal();
     JsonObject json = new JsonObject().put("clustered", true).put("name", cluster.name()).put("members_seen", membersSeen())

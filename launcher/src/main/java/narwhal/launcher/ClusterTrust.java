@@ -30,7 +30,7 @@ final class ClusterTrust {
         .description("values and bus messages refused because their tag does not verify with the cluster secret")
         .tag("where", where).register(registry).increment());
     seal.publishOn(vertx);
-    health.proofs(MemberProofs.start(vertx, manager.getHazelcastInstance(), seal, registry));
+    health.proofs(MemberProofs.start(vertx, manager.getHazelcastInstance(), seal));
     if (!secret.enabled()) {
       LOG.warning("cluster: no cluster secret (cluster.secret_file, cluster.secret_env): any host that reaches this replica's "
           + "cluster port " + cluster.port() + " and knows cluster.name can join unnoticed and eject, drain or pin engines "

@@ -5,8 +5,6 @@ import com.hazelcast.core.HazelcastInstance;
 import com.hazelcast.map.IMap;
 import com.hazelcast.multimap.MultiMap;
 import io.vertx.spi.cluster.hazelcast.impl.HazelcastRegistrationInfo;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -24,7 +22,7 @@ import java.util.logging.Logger;
  * under another member's UUID does not verify — and rewrites it every {@value #EVERY_MS} ms (a deleted proof comes
  * back). Every {@value #EVERY_MS} ms it checks the cluster's members: one (lite members, i.e. admin commands,
  * included) that has shown no valid proof for {@value #GRACE_MS} ms since it joined is logged once with its address,
- * counted in the gauge {@code narwhal_cluster_unverified_members} and listed in {@code /narwhal/state}
+ * counted in the gauge {@code narwhal_cluster_unverified_members} (through {@link ClusterHealth}) and listed in {@code /narwhal/state}
  * ({@code cluster.unverified_members}); its event-bus handlers on Narwhal addresses are removed, at every check.
  */
 final class MemberProofs {
@@ -49,11 +47,8 @@ final class MemberProofs {
   }
 
   /** Starts proving and checking; null without a secret (nothing can be proven). */
-  static MemberProofs start(Vertx vertx, HazelcastInstance hazelcast, ClusterSeal seal, MeterRegistry registry) {
+  static MemberProofs start(Vertx vertx, HazelcastInstance hazelcast, ClusterSeal seal) {
     MemberProofs proofs = new MemberProofs(hazelcast, seal);
-    Gauge.builder("narwhal.cluster.unverified.members", proofs, p -> p.unverified.size())
-        .description("members of the Hazelcast cluster without a valid membership proof (no cluster secret, or another one)")
-        .register(registry);
     if (!seal.enabled()) return proofs;
     Runnable round = () -> vertx.<Void>executeBlocking(() -> {
       proofs.prove();
@@ -124,6 +119,10 @@ final class MemberProofs {
       }
     }
     return purged;
+  }
+
+  int unverifiedCount() {
+    return unverified.size();
   }
 
   /** The members without a valid proof, for {@code /narwhal/state}. */

@@ -127,6 +127,28 @@ class ClusterIntruderTest {
   }
 
   @Test
+  void replicasWithDifferentSecretsRefuseEachOthersWritesAndReportEachOther() throws Exception {
+    Path first = secret("first.secret", "f".repeat(40));
+    Path second = secret("second.secret", "s".repeat(40));
+    try (ClusterHarness h = ClusterHarness.start(FLEET, fleet -> withSecret(fleet, first), (iid, o) -> { })) {
+      NarwhalNode a = h.addReplica();
+      JsonObject secondFleet = h.fleetJson();
+      secondFleet.getJsonObject("cluster").put("secret_file", second.toString());
+      NarwhalNode b = ClusterHarness.await(NarwhalNode.start(NarwhalConfig.fromJson(secondFleet), NarwhalNode.PreflightMode.STRICT,
+          line -> { }, ClusterHarness.ENV));
+      h.replicas.add(b);
+      String decider = h.admin(a, "eject", new JsonObject().put("iid", "D0")).getString("replica");
+      NarwhalNode other = decider.equals(ClusterHarness.await(h.breaker(a)).getString("replica")) ? b : a;
+      h.awaitTrue("each replica reports the other as unverified, and the other refuses the ejection", 10_000, () -> Future.succeededFuture(
+          List.of(a, b).stream().allMatch(node -> narwhal.common.bus.ClusterView.of(node.vertx()).toJson()
+              .getJsonArray("unverified_members", new io.vertx.core.json.JsonArray()).size() == 1)
+              && forged(other, SharedState.ENGINE_STATE_MAP) + forged(other, Addresses.FLEET_CHANGED) >= 1));
+      assertEquals("serving", ClusterHarness.engineIn(ClusterHarness.await(h.breaker(other)), "D0").getString("state"),
+          "a decision tagged with another secret is not taken");
+    }
+  }
+
+  @Test
   void aMissingOrShortSecretStopsTheStartNamingTheKey() throws Exception {
     Path shortSecret = secret("short.secret", "too-short");
     try (ClusterHarness h = ClusterHarness.start(FLEET, fleet -> withSecret(fleet, shortSecret), (iid, o) -> { })) {

@@ -134,6 +134,13 @@ public final class RouterVerticle extends VerticleBase {
     io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.refused", vertx, v -> narwhal.common.bus.ClusterView.of(v).refusal() == null ? 0 : 1)
         .description("1 while the members this replica is configured to join refuse it (another cluster.name or cluster.tls.enabled)")
         .register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.unverified.members", vertx,
+        v -> narwhal.common.bus.ClusterView.of(v).unverifiedMembers())
+        .description("members of the Hazelcast cluster without a valid membership proof (the cluster secret)").register(registry);
+    // every series at zero from start; the launcher's ClusterSeal hook counts into the same meters
+    narwhal.common.bus.ClusterSeal.SEALED.forEach(where -> io.micrometer.core.instrument.Counter.builder("narwhal.cluster.forged")
+        .description("values and bus messages refused because their tag does not verify with the cluster secret")
+        .tag("where", where).register(registry));
   }
 
   private synchronized RouterInstance instance(RouterInstance instance) {
