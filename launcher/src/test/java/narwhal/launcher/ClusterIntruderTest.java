@@ -134,6 +134,7 @@ class ClusterIntruderTest {
       NarwhalNode a = h.addReplica();
       JsonObject secondFleet = h.fleetJson();
       secondFleet.getJsonObject("cluster").put("secret_file", second.toString());
+      secondFleet.put("journal", new JsonObject().put("path", dir.resolve("journal-b.jsonl").toString()));
       NarwhalNode b = ClusterHarness.await(NarwhalNode.start(NarwhalConfig.fromJson(secondFleet), NarwhalNode.PreflightMode.STRICT,
           line -> { }, ClusterHarness.ENV));
       h.replicas.add(b);

@@ -34,6 +34,7 @@ public final class ClusterSeal implements Shareable {
   private static final String MAP = "narwhal.cluster";
   private static final String KEY = "seal";
   private static final Logger LOG = Logger.getLogger(ClusterSeal.class.getName());
+  private static final int MAX_REPORTED = 100;
   /** No secret: values are written as they are and taken as they come. */
   public static final ClusterSeal OPEN = new ClusterSeal("", ClusterSecret.NONE, "", where -> { });
 
@@ -123,7 +124,8 @@ public final class ClusterSeal implements Shareable {
   private void forged(String where, String key, JsonObject value) {
     onForged.accept(where);
     String by = value != null && value.getValue(BY) instanceof String b ? b : "(no writer id)";
-    if (reported.add(by)) {
+    // bounded: a forger naming a new writer each time is counted, not logged without end
+    if (reported.size() < MAX_REPORTED && reported.add(by)) {
       LOG.warning("cluster: refused a value in " + where + (key.isEmpty() ? "" : " key " + key) + " whose tag does not verify with "
           + "the cluster secret, claiming writer " + by + ": treated as absent (a member without the secret, or a replica "
           + "with another cluster.secret_file: config drift); further ones from this writer are only counted "
