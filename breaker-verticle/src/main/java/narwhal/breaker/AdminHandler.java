@@ -120,7 +120,8 @@ final class AdminHandler {
         case UNDRAIN -> replyAfter(msg, () -> book.drain(iid, false, force));
         case WAVE_RESTART -> waveRestart(msg);
         case RELOAD_CONFIG -> {
-          vertx.eventBus().publish(Addresses.CONFIG_RELOAD, new JsonObject());
+          vertx.eventBus().publish(Addresses.CONFIG_RELOAD, narwhal.common.bus.ClusterSeal.of(vertx).seal(Addresses.CONFIG_RELOAD,
+              new JsonObject().put("at_ms", System.currentTimeMillis())));
           msg.reply(new JsonObject().put("reload", "requested on every replica"));
         }
       }

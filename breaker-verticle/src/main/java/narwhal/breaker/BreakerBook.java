@@ -1,6 +1,7 @@
 package narwhal.breaker;
 
 import io.vertx.core.json.JsonArray;
+import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.EngineState;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.FleetHoldEvent;
@@ -425,7 +426,8 @@ final class BreakerBook {
    */
   public Optional<BreakerAction.StateChange> applyRemote(EngineStateEvent event) {
     EngineRecord r = engines.get(event.iid());
-    if (r == null || !event.version().newerThan(new StateVersion(r.changedMs, r.changedBy))) {
+    if (r == null || !event.version().newerThan(new StateVersion(r.changedMs, r.changedBy))
+        || ClockBound.ahead(event.changedMs(), clockMs.getAsLong())) {
       return Optional.empty();
     }
     if (r.changedMs == 0 && event.leftoverFor(r.addedAtMs)) return Optional.empty();
@@ -438,7 +440,7 @@ final class BreakerBook {
     if (event.producer() != null) r.probeProducer = event.producer();
     boolean out = event.state() == EngineState.HELD || event.state() == EngineState.EJECTED;
     r.probeDueMs = !out ? 0 : event.untilMs() > 0 ? event.untilMs()
-        : "admin".equals(event.cause()) ? event.changedMs() + recovery.readmitIntervalMs() : 0;
+        : "admin".equals(event.cause()) ? ClockBound.plus(event.changedMs(), recovery.readmitIntervalMs()) : 0;
     if (out && r.probeDueMs > event.changedMs()) {
       long doublings = (r.probeDueMs - event.changedMs()) / Math.max(1, recovery.readmitIntervalMs());
       r.backoff = Math.min(MAX_BACKOFF, 63 - Long.numberOfLeadingZeros(Math.max(1, doublings)));
@@ -453,7 +455,10 @@ final class BreakerBook {
 
   /** Takes over the fleet hold another replica put or lifted, unless this book's version is newer; true if it changed. */
   public boolean applyFleetHold(FleetHoldEvent event) {
-    if (!event.version().newerThan(new StateVersion(fleetHoldChangedMs, fleetHoldBy))) return false;
+    if (!event.version().newerThan(new StateVersion(fleetHoldChangedMs, fleetHoldBy))
+        || ClockBound.ahead(event.changedMs(), clockMs.getAsLong())) {
+      return false;
+    }
     fleetHoldChangedMs = event.changedMs();
     fleetHoldBy = event.origin();
     boolean changed = fleetHold != event.held();
@@ -563,7 +568,7 @@ final class BreakerBook {
 
   private void setFleetHold(boolean held) {
     fleetHold = held;
-    fleetHoldChangedMs = Math.max(clockMs.getAsLong(), fleetHoldChangedMs + 1);
+    fleetHoldChangedMs = ClockBound.next(clockMs.getAsLong(), fleetHoldChangedMs);
     fleetHoldBy = origin;
   }
 
@@ -577,7 +582,7 @@ final class BreakerBook {
     r.state = to;
     r.cause = to == EngineState.SERVING ? null : cause;
     if (from != to || requarantined) {
-      r.changedMs = Math.max(clockMs.getAsLong(), r.changedMs + 1);
+      r.changedMs = ClockBound.next(clockMs.getAsLong(), r.changedMs);
       r.changedBy = origin;
       actions.add(new BreakerAction.StateChange(r.engine.iid(), from, to, cause));
     }

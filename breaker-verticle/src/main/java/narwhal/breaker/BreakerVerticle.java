@@ -70,7 +70,8 @@ public final class BreakerVerticle extends VerticleBase {
     BreakerMetrics metrics = new BreakerMetrics(registry, book);
     cfg.engines().forEach(e -> metrics.track(e.iid()));
     guard = new SharedStateGuard(vertx, cfg.cluster().sharedState(), registry, journal);
-    SharedBreakerState shared = new SharedBreakerState(sharedData.apply(vertx.sharedData()), guard);
+    SharedBreakerState shared = new SharedBreakerState(sharedData.apply(vertx.sharedData()), guard, System::currentTimeMillis,
+        narwhal.common.bus.ClusterSeal.of(vertx));
     sync = new ClusterSync(vertx, book, shared, guard, origin, clockMs,
         new DecisionFile(vertx, cfg.cluster().decisionsPath(), origin), journal);
     OutcomeIntake intake = new OutcomeIntake(book, sync, metrics, journal);

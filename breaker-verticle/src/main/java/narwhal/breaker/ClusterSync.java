@@ -6,6 +6,8 @@ import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ClockBound;
+import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.SharedState;
@@ -43,6 +45,7 @@ final class ClusterSync {
   private final LongSupplier clockMs;
   private final DecisionFile decisions;
   private final BreakerJournal journal;
+  private final ClusterSeal seal;
   private final Map<String, Long> expiryTimers = new HashMap<>();
   private final Map<String, Long> expiryAt = new HashMap<>();
   private Runnable onExpiry = () -> { };
@@ -52,6 +55,7 @@ final class ClusterSync {
   ClusterSync(Vertx vertx, BreakerBook book, SharedBreakerState shared, SharedStateGuard guard, String origin, LongSupplier clockMs,
               DecisionFile decisions, BreakerJournal journal) {
     this.vertx = vertx;
+    this.seal = ClusterSeal.of(vertx);
     this.decisions = decisions;
     this.journal = journal;
     this.book = book;
@@ -73,9 +77,15 @@ final class ClusterSync {
    * {@code cluster.decisions_path} is set, else from its fleet file alone, and says so in its log and journal.
    */
   Future<Void> start() {
-    List<MessageConsumer<JsonObject>> consumers = List.of(
-        vertx.eventBus().consumer(Addresses.FLEET_CHANGED, msg -> applyShared(msg.body())),
-        vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> streakChanged(msg.body())));
+    List<MessageConsumer<Object>> consumers = List.of(
+        vertx.eventBus().<Object>consumer(Addresses.FLEET_CHANGED, msg -> {
+          JsonObject body = seal.open(Addresses.FLEET_CHANGED, msg.body());
+          if (body != null) applyShared(body);
+        }),
+        vertx.eventBus().<Object>consumer(Addresses.STREAK_CHANGED, msg -> {
+          JsonObject body = seal.open(Addresses.STREAK_CHANGED, msg.body());
+          if (body != null) streakChanged(body);
+        }));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList()).compose(v -> startingPoint()).compose(v -> resync());
   }
 
@@ -138,7 +148,7 @@ final class ClusterSync {
     if (!guard.closed()) return local(event.toJson());
     return shared.putFleetHold(event).transform(ar -> {
       if (ar.failed()) return local(event.toJson());
-      vertx.eventBus().publish(Addresses.FLEET_CHANGED, event.toJson(), CLUSTER);
+      vertx.eventBus().publish(Addresses.FLEET_CHANGED, seal.seal(Addresses.FLEET_CHANGED, event.toJson()), CLUSTER);
       return Future.succeededFuture();
     });
   }
@@ -160,7 +170,7 @@ final class ClusterSync {
         applyShared(ar.result().toJson());
         return Future.succeededFuture();
       }
-      vertx.eventBus().publish(Addresses.FLEET_CHANGED, event.toJson(), localOnly ? LOCAL : CLUSTER);
+      vertx.eventBus().publish(Addresses.FLEET_CHANGED, seal.seal(Addresses.FLEET_CHANGED, event.toJson()), localOnly ? LOCAL : CLUSTER);
       return Future.succeededFuture();
     });
   }
@@ -175,7 +185,7 @@ final class ClusterSync {
   }
 
   private Future<Void> local(JsonObject event) {
-    vertx.eventBus().publish(Addresses.FLEET_CHANGED, event, LOCAL);
+    vertx.eventBus().publish(Addresses.FLEET_CHANGED, seal.seal(Addresses.FLEET_CHANGED, event), LOCAL);
     return Future.succeededFuture();
   }
 
@@ -183,8 +193,8 @@ final class ClusterSync {
   void streakChanged(BreakerAction.StreakChanged change) {
     if (!guard.closed()) return;
     if (change.streak() == 0) shared.reset(change.iid(), change.failureClass());
-    vertx.eventBus().publish(Addresses.STREAK_CHANGED, new JsonObject().put("origin", origin).put("iid", change.iid())
-        .put("class", change.failureClass().wireName()).put("streak", change.streak()));
+    vertx.eventBus().publish(Addresses.STREAK_CHANGED, seal.seal(Addresses.STREAK_CHANGED, new JsonObject().put("origin", origin)
+        .put("iid", change.iid()).put("class", change.failureClass().wireName()).put("streak", change.streak())));
   }
 
   /** Counts a failure cluster-wide; this replica's own count when the shared state cannot be reached. */
@@ -250,8 +260,10 @@ final class ClusterSync {
         applyShared(json);
         FleetHoldEvent hold = FleetHoldEvent.fromJson(json);
         EngineStateEvent event = hold == null ? EngineStateEvent.fromJson(json) : null;
-        if (hold != null) held.put(SharedState.FLEET_HOLD_KEY, hold.version());
-        if (event != null) held.put(event.iid(), event.version());
+        long now = clockMs.getAsLong();
+        // a version further ahead than the clock skew allows is forged: as if absent, so this book's truth overwrites it
+        if (hold != null && !ClockBound.ahead(hold.changedMs(), now)) held.put(SharedState.FLEET_HOLD_KEY, hold.version());
+        if (event != null && !ClockBound.ahead(event.changedMs(), now)) held.put(event.iid(), event.version());
       }
       return writeNewer(held);
     });

@@ -7,6 +7,7 @@ import io.vertx.core.file.CopyOptions;
 import io.vertx.core.file.FileSystem;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.EngineState;
 import narwhal.common.bus.EngineStateEvent;
 
@@ -22,15 +23,19 @@ import java.util.logging.Logger;
  * Every replica rewrites the file whenever the decisions it holds change, its own or another replica's: written whole
  * to a temporary file beside it and renamed over it (an atomic move), through Vert.x's file system (worker threads,
  * never the event loop), one write at a time, the newest content last. Breaker verdicts are not kept: after a full
- * stop the engines are checked afresh (preflight, the breaker's evidence), not judged on evidence from before.
+ * stop the engines are checked afresh (preflight, the breaker's evidence), not judged on evidence from before. With a
+ * cluster secret the file carries the {@link ClusterSeal} tag, and one whose tag does not verify is refused at start.
  */
 final class DecisionFile {
   private static final Logger LOG = Logger.getLogger(DecisionFile.class.getName());
   private static final int FORMAT = 1;
+  /** What the file's tag is over, besides its content (docs/operations.md#threat-model). */
+  private static final String TAGGED_AS = "cluster.decisions_path";
 
   private final FileSystem fs;
   private final String path;
   private final String origin;
+  private final ClusterSeal seal;
   private String written;
   private String pending;
   private boolean writing;
@@ -38,6 +43,7 @@ final class DecisionFile {
   /** @param path the file; "" keeps nothing */
   DecisionFile(Vertx vertx, String path, String origin) {
     this.fs = vertx.fileSystem();
+    this.seal = ClusterSeal.of(vertx);
     this.path = path;
     this.origin = origin;
   }
@@ -61,8 +67,20 @@ final class DecisionFile {
     if (!enabled()) return Future.succeededFuture(List.of());
     return fs.exists(path).compose(exists -> !exists ? Future.succeededFuture(List.<EngineStateEvent>of()) : fs.readFile(path).map(buffer -> {
       List<EngineStateEvent> out = new ArrayList<>();
+      JsonObject file;
       try {
-        JsonArray decisions = new JsonObject(buffer).getJsonArray("decisions", new JsonArray());
+        file = new JsonObject(buffer);
+      } catch (RuntimeException malformed) {
+        throw new IllegalStateException("cluster.decisions_path: " + path + " is not a decisions file written by Narwhal: "
+            + malformed.getMessage());
+      }
+      if (seal.open(TAGGED_AS, "", file) == null) {
+        throw new IllegalStateException("cluster.decisions_path: " + path + " does not carry this cluster's tag (cluster.name and "
+            + "cluster secret): tampered with, written by another cluster, or written before the secret was set; refused. "
+            + "Remove it to start from the fleet file alone");
+      }
+      try {
+        JsonArray decisions = file.getJsonArray("decisions", new JsonArray());
         for (Object o : decisions) {
           EngineStateEvent e = o instanceof JsonObject json ? EngineStateEvent.fromJson(json) : null;
           if (e != null && kept(e)) out.add(e);
@@ -95,8 +113,8 @@ final class DecisionFile {
     writing = true;
     Path target = Path.of(path).toAbsolutePath();
     String temp = target.resolveSibling("." + target.getFileName() + "." + UUID.randomUUID().toString().substring(0, 8) + ".tmp").toString();
-    Buffer body = Buffer.buffer(new JsonObject().put("format", FORMAT).put("written_by", origin).put("decisions", new JsonArray(text))
-        .encodePrettily());
+    Buffer body = Buffer.buffer(seal.seal(TAGGED_AS, "", new JsonObject().put("format", FORMAT).put("written_by", origin)
+        .put("decisions", new JsonArray(text))).encodePrettily());
     fs.writeFile(temp, body)
         .compose(v -> fs.move(temp, target.toString(), new CopyOptions().setReplaceExisting(true).setAtomicMove(true)))
         .onSuccess(v -> written = text)

@@ -6,6 +6,8 @@ import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.Counter;
 import io.vertx.core.shareddata.Lock;
 import io.vertx.core.shareddata.SharedData;
+import narwhal.common.bus.ClockBound;
+import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.SharedState;
@@ -52,6 +54,7 @@ final class SharedBreakerState {
   private final Map<String, Counter> counters = new HashMap<>();
   private final java.util.function.LongSupplier wallClockMs;
   private final String holder = java.util.UUID.randomUUID().toString().substring(0, 8);
+  private final ClusterSeal seal;
   private long leases;
 
   /** @param data the cluster's shared data (the seam where tests make operations fail or stall) */
@@ -61,6 +64,12 @@ final class SharedBreakerState {
 
   /** @param wallClockMs the clock leases run out by (epoch ms, shared by the replicas) */
   SharedBreakerState(SharedData data, SharedStateGuard guard, java.util.function.LongSupplier wallClockMs) {
+    this(data, guard, wallClockMs, ClusterSeal.OPEN);
+  }
+
+  /** @param seal signs every value this replica writes and refuses those that do not verify (docs/operations.md#threat-model) */
+  SharedBreakerState(SharedData data, SharedStateGuard guard, java.util.function.LongSupplier wallClockMs, ClusterSeal seal) {
+    this.seal = seal;
     this.data = data;
     this.guard = guard;
     this.wallClockMs = wallClockMs;
@@ -81,19 +90,23 @@ final class SharedBreakerState {
 
   /** Null when {@code json} is what the map holds now, else the newer entry the map keeps. */
   private Future<JsonObject> putIfNewer(String key, JsonObject json, StateVersion version, int tries) {
-    String text = json.encode();
+    String text = seal.seal(SharedState.ENGINE_STATE_MAP, key, json).encode();
     return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(m -> m.get(key).compose(current -> {
       if (current == null) return m.putIfAbsent(key, text).map(raced -> raced == null ? CasStep.WRITTEN : CasStep.RACED);
-      JsonObject held = new JsonObject(current);
-      if (!version.newerThan(versionOf(held))) return Future.succeededFuture(held.encode().equals(text) ? CasStep.WRITTEN : new CasStep(held));
+      JsonObject held = seal.openText(SharedState.ENGINE_STATE_MAP, key, current);
+      // a forged entry is as good as absent: this replica's truth replaces it
+      if (held == null) return m.replaceIfPresent(key, current, text).map(done -> done ? CasStep.WRITTEN : CasStep.RACED);
+      if (!version.newerThan(versionOf(held, wallClockMs.getAsLong()))) return Future.succeededFuture(held.encode().equals(text) ? CasStep.WRITTEN : new CasStep(held));
       return m.replaceIfPresent(key, current, text).map(done -> done ? CasStep.WRITTEN : CasStep.RACED);
     }))).compose(step -> step != CasStep.RACED ? Future.succeededFuture(step.newer())
         : tries > 1 ? putIfNewer(key, json, version, tries - 1)
         : Future.failedFuture("lost " + CAS_TRIES + " write races for " + key));
   }
 
-  private static StateVersion versionOf(JsonObject json) {
+  /** The entry's version; {@link StateVersion#NONE} for one further ahead than {@link ClockBound} allows (forged: overwritten). */
+  private static StateVersion versionOf(JsonObject json, long nowMs) {
     Number changed = json.getValue("changed_ms") instanceof Number n ? n : 0;
+    if (ClockBound.ahead(changed.longValue(), nowMs)) return StateVersion.NONE;
     return new StateVersion(changed.longValue(), json.getValue("origin") instanceof String o ? o : "");
   }
 
@@ -103,11 +116,14 @@ final class SharedBreakerState {
     static final CasStep RACED = new CasStep(new JsonObject());
   }
 
-  /** Every entry of the state map, parsed: engine states and the fleet hold. */
+  /** Every entry of the state map, parsed: engine states and the fleet hold (a forged entry is left out). */
   Future<List<JsonObject>> states() {
     return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(AsyncMap::entries)).map(entries -> {
       List<JsonObject> out = new ArrayList<>();
-      entries.values().forEach(text -> out.add(new JsonObject(text)));
+      entries.forEach((key, text) -> {
+        JsonObject json = seal.openText(SharedState.ENGINE_STATE_MAP, key, text);
+        if (json != null) out.add(json);
+      });
       return out;
     });
   }
@@ -118,14 +134,16 @@ final class SharedBreakerState {
    * does not tell: the first replica may have started it with no decision to restore.
    */
   Future<Boolean> markStarted(String replica, long atMs) {
-    String mine = new JsonObject().put("by", replica).put("at_ms", atMs).encode();
-    return guard.run(() -> this.<String>map(CLUSTER).compose(m -> m.putIfAbsent(STARTED_KEY, mine))).map(held -> held == null);
+    String mine = seal.seal(CLUSTER, STARTED_KEY, new JsonObject().put("by", replica).put("at_ms", atMs)).encode();
+    return guard.run(() -> this.<String>map(CLUSTER).compose(m -> m.putIfAbsent(STARTED_KEY, mine).compose(held -> held == null
+        ? Future.succeededFuture(true)
+        : seal.openText(CLUSTER, STARTED_KEY, held) != null ? Future.succeededFuture(false) : m.replaceIfPresent(STARTED_KEY, held, mine))));
   }
 
   /** One engine's shared state, or null when no replica has written one. */
   Future<JsonObject> state(String iid) {
     return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(m -> m.get(iid)))
-        .map(text -> text == null ? null : new JsonObject(text));
+        .map(text -> seal.openText(SharedState.ENGINE_STATE_MAP, iid, text));
   }
 
   /** Counts one more failure of class {@code c}; the cluster-wide streak, this failure included. */
@@ -161,11 +179,12 @@ final class SharedBreakerState {
 
   private Future<Optional<Lock>> lease(String name, long leaseMs) {
     long now = wallClockMs.getAsLong();
-    String mine = new JsonObject().put("by", holder + "#" + (++leases)).put("until", now + leaseMs).encode();
+    String mine = seal.seal(LEASES, name, new JsonObject().put("by", holder + "#" + (++leases)).put("until", now + leaseMs)).encode();
     Supplier<Future<Boolean>> take = () -> this.<String>map(LEASES).compose(m -> m.putIfAbsent(name, mine).compose(held -> {
       if (held == null) return Future.succeededFuture(true);
-      JsonObject current = parse(held);
-      if (current != null && current.getLong("until", 0L) > now) return Future.succeededFuture(false);
+      JsonObject current = seal.openText(LEASES, name, held);
+      long until = current == null || !(current.getValue("until") instanceof Number n) ? 0 : n.longValue();
+      if (until > now && !ClockBound.ahead(until, now, leaseMs)) return Future.succeededFuture(false);
       return m.replaceIfPresent(name, held, mine);
     }));
     return guard.run(take)
@@ -174,17 +193,10 @@ final class SharedBreakerState {
         .otherwise(Optional.of(LOCAL_ONLY));
   }
 
-  private static JsonObject parse(String text) {
-    try {
-      return new JsonObject(text);
-    } catch (RuntimeException malformed) {
-      return null;
-    }
-  }
-
   /** When a replica last checked an engine's liveness (epoch ms), 0 if never or unknown. */
   Future<Long> lastLivenessCheck(String iid) {
-    return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.get(iid))).map(at -> at == null ? 0L : at);
+    return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.get(iid)))
+        .map(at -> at == null || ClockBound.ahead(at, wallClockMs.getAsLong()) ? 0L : at);
   }
 
   Future<Void> livenessChecked(String iid, long atMs) {
@@ -193,15 +205,15 @@ final class SharedBreakerState {
 
   /** Writes this replica's roster entry, gone after {@code ttlMs} unless written again. */
   Future<Void> putReplica(String replica, JsonObject entry, long ttlMs) {
-    return guard.run(() -> this.<String>map(REPLICAS).compose(m -> m.put(replica, entry.encode(), ttlMs)));
+    return guard.run(() -> this.<String>map(REPLICAS).compose(m -> m.put(replica, seal.seal(REPLICAS, replica, entry).encode(), ttlMs)));
   }
 
   /** Every replica's roster entry, parsed (an entry that does not parse is left out). */
   Future<List<JsonObject>> replicas() {
     return guard.run(() -> this.<String>map(REPLICAS).compose(AsyncMap::entries)).map(entries -> {
       List<JsonObject> out = new ArrayList<>();
-      entries.values().forEach(text -> {
-        JsonObject json = parse(text);
+      entries.forEach((key, text) -> {
+        JsonObject json = seal.openText(REPLICAS, key, text);
         if (json != null) out.add(json);
       });
       return out;

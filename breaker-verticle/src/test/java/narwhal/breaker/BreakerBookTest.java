@@ -321,6 +321,22 @@ class BreakerBookTest {
   }
 
   @Test
+  void aVersionFurtherAheadThanTheClockSkewIsRefusedAndNoVersionWraps() {
+    BreakerBook b = book("{}");
+    long tooFar = now.get() + narwhal.common.bus.ClockBound.MAX_SKEW_MS + 1;
+    assertTrue(b.applyRemote(new EngineStateEvent("D0", EngineState.EJECTED, "admin", 0, null, Long.MAX_VALUE, "breaker-forged")).isEmpty());
+    assertTrue(b.applyRemote(new EngineStateEvent("D0", EngineState.EJECTED, "admin", 0, null, tooFar, "breaker-forged")).isEmpty());
+    assertTrue(!b.applyFleetHold(new narwhal.common.bus.FleetHoldEvent(true, Long.MAX_VALUE, "breaker-forged")));
+    assertEquals(EngineState.SERVING, b.state("D0").orElseThrow());
+    EngineStateEvent withinSkew = new EngineStateEvent("D0", EngineState.EJECTED, "admin", 0, null, tooFar - 1, "breaker-ahead");
+    assertTrue(b.applyRemote(withinSkew).isPresent(), "a replica whose clock runs ahead within the skew is followed");
+    decided(b.readmit("D0"));
+    assertEquals(EngineState.SERVING, b.state("D0").orElseThrow());
+    assertTrue(b.stateEvent("D0").orElseThrow().version().newerThan(withinSkew.version()), "the readmission's version is later");
+    assertEquals(Long.MAX_VALUE, narwhal.common.bus.ClockBound.next(now.get(), Long.MAX_VALUE), "saturates, never wraps");
+  }
+
+  @Test
   void anEngineAnsweringThatItLacksTheModelIsEjectedAtOnce() {
     BreakerBook b = book("{\"eject_after\": 3}");
     assertEquals(new BreakerAction.StateChange("D0", EngineState.SERVING, EngineState.EJECTED, "model"),

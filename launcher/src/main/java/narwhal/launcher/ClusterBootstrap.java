@@ -121,7 +121,8 @@ public final class ClusterBootstrap {
 
   /**
    * Sets the event bus of {@code options} for the cluster: bound to {@code cluster.host} on a free port, and with
-   * {@code cluster.tls} enabled, TLS with client authentication, the PKCS12 key store serving as key and trust store.
+   * {@code cluster.tls} enabled, TLS verified at both ends (client authentication, and the client checks the server's
+   * certificate), the PKCS12 key store serving as key and trust store once {@link ClusterKeyStore} has checked it.
    *
    * @param env reads the environment variable holding the key store password
    */
@@ -138,8 +139,10 @@ public final class ClusterBootstrap {
       if (!Files.isReadable(Path.of(tls.keyStore()))) {
         throw new IllegalArgumentException("cluster.tls.key_store: cannot read " + tls.keyStore());
       }
+      ClusterKeyStore.check(Path.of(tls.keyStore()), password);
       PfxOptions store = new PfxOptions().setPath(tls.keyStore()).setPassword(password);
-      bus.setSsl(true).setKeyCertOptions(store).setTrustOptions(store.copy()).setClientAuth(ClientAuth.REQUIRED);
+      // trustAll is Vert.x's default for the bus client: without this, any server certificate would be believed
+      bus.setSsl(true).setKeyCertOptions(store).setTrustOptions(store.copy()).setTrustAll(false).setClientAuth(ClientAuth.REQUIRED);
     }
     return options;
   }

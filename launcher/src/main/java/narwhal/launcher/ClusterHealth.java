@@ -35,6 +35,7 @@ final class ClusterHealth implements ClusterView {
   private final Map<String, Long> refusedBy = new ConcurrentHashMap<>();
   private final Set<String> strangers = ConcurrentHashMap.newKeySet();
   private volatile HazelcastClusterManager manager;
+  private volatile MemberProofs proofs;
   private String reported;
 
   private ClusterHealth(ClusterConfig cluster) {
@@ -77,6 +78,11 @@ final class ClusterHealth implements ClusterView {
     } else {
       vertx.setTimer(500, t -> awaitAccepted(vertx, deadline, accepted));
     }
+  }
+
+  /** The membership proofs whose unverified members {@link #toJson} lists. */
+  void proofs(MemberProofs proofs) {
+    this.proofs = proofs;
   }
 
   void close() {
@@ -145,12 +151,20 @@ final class ClusterHealth implements ClusterView {
   }
 
   @Override
+  public int unverifiedMembers() {
+    MemberProofs p = proofs;
+    return p == null ? 0 : p.unverifiedCount();
+  }
+
+  @Override
   public JsonObject toJson() {
     String why = refusal();
     JsonObject json = new JsonObject().put("clustered", true).put("name", cluster.name()).put("members_seen", membersSeen())
         .put("members_expected", membersExpected());
     if (why != null) json.put("refused", why);
     if (!strangers.isEmpty()) json.put("refused_to", new JsonArray(strangers.stream().sorted().toList()));
+    MemberProofs p = proofs;
+    if (p != null) json.put("unverified_members", p.unverified());
     return json;
   }
 

@@ -122,6 +122,12 @@ public final class NarwhalNode {
    * {@code cluster.name} or {@code cluster.tls.enabled}) gives up after {@code cluster.join_timeout_s} ({@link ClusterHealth}).
    */
   private static Future<NarwhalNode> create(NarwhalConfig config, UnaryOperator<String> env) {
+    narwhal.common.bus.ClusterSecret secret;
+    try {
+      secret = config.cluster().enabled() ? narwhal.common.bus.ClusterSecret.load(config.cluster(), env) : narwhal.common.bus.ClusterSecret.NONE;
+    } catch (IllegalArgumentException e) {
+      return Future.failedFuture(e);
+    }
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     HazelcastClusterManager cluster = config.cluster().enabled() ? ClusterBootstrap.clusterManager(config.cluster(), false) : null;
     ClusterHealth health = cluster == null ? null : ClusterHealth.watch(config.cluster());
@@ -136,6 +142,7 @@ public final class NarwhalNode {
         .onSuccess(vertx -> {
           NarwhalNode node = new NarwhalNode(vertx, registry, cluster, health, config, env);
           if (cluster != null) {
+            ClusterTrust.start(vertx, cluster, config.cluster(), secret, registry, health);
             LiteMemberLeaves.watch(config.cluster().name(), cluster.getHazelcastInstance());
             announcePeerJoins(vertx, cluster.getHazelcastInstance());
           }
@@ -204,7 +211,14 @@ public final class NarwhalNode {
             new JsonObject().put("key", refused.key()).put("message", refused.getMessage()), LOCAL))
         .onUnreadable(why -> vertx.eventBus().publish(Addresses.CONFIG_REFUSED,
             new JsonObject().put("unreadable", true).put("message", why), LOCAL));
-    return vertx.eventBus().consumer(Addresses.CONFIG_RELOAD, msg -> watcher.reloadNow()).completion()
+    return vertx.eventBus().<Object>consumer(Addresses.CONFIG_RELOAD, msg -> {
+      JsonObject body = narwhal.common.bus.ClusterSeal.of(vertx).open(Addresses.CONFIG_RELOAD, msg.body());
+      // sealed with the time it was sent: a replayed one is refused once older than the tolerated clock skew
+      if (body != null && (!narwhal.common.bus.ClusterSeal.of(vertx).enabled()
+          || Math.abs(System.currentTimeMillis() - body.getLong("at_ms", 0L)) <= narwhal.common.bus.ClockBound.MAX_SKEW_MS)) {
+        watcher.reloadNow();
+      }
+    }).completion()
         .compose(v -> watcher.start(1_000));
   }
 

@@ -5,6 +5,7 @@ import com.hazelcast.nio.ObjectDataOutput;
 import com.hazelcast.spi.merge.MergingValue;
 import com.hazelcast.spi.merge.SplitBrainMergePolicy;
 import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.StateVersion;
 
 /**
@@ -12,7 +13,8 @@ import narwhal.common.bus.StateVersion;
  * for a key (an engine's state, the fleet hold) the map keeps the one with the newer {@link StateVersion}
  * ({@code changed_ms}, then {@code origin}), the rule every replica's breaker writes by, so the newest decision about
  * each engine survives the merge whichever side's map Hazelcast keeps. An entry that carries no version loses to one
- * that does; of two without, the surviving side's stays.
+ * that does (as does one further ahead of this member's clock than {@link ClockBound} allows: forged); of two without,
+ * the surviving side's stays.
  */
 public final class NewestStateMergePolicy implements SplitBrainMergePolicy<Object, MergingValue<Object>, Object> {
   @Override
@@ -30,7 +32,10 @@ public final class NewestStateMergePolicy implements SplitBrainMergePolicy<Objec
     if (!(value instanceof String text)) return null;
     try {
       JsonObject json = new JsonObject(text);
-      if (!(json.getValue("changed_ms") instanceof Number changed) || !(json.getValue("origin") instanceof String origin)) return null;
+      if (!(json.getValue("changed_ms") instanceof Number changed) || !(json.getValue("origin") instanceof String origin)
+          || ClockBound.ahead(changed.longValue(), System.currentTimeMillis())) {
+        return null;
+      }
       return new StateVersion(changed.longValue(), origin);
     } catch (RuntimeException malformed) {
       return null;

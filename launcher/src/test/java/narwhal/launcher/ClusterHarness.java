@@ -74,6 +74,18 @@ final class ClusterHarness implements AutoCloseable {
     return h;
   }
 
+  /** {@code fleet} with a cluster secret every replica shares (a fresh 48-byte file): its values and messages are tagged. */
+  static JsonObject withSecret(JsonObject fleet) {
+    try {
+      Path secret = Files.createTempFile("narwhal-cluster", ".secret");
+      Files.writeString(secret, java.util.Base64.getEncoder().encodeToString(UUID.randomUUID().toString().repeat(2).getBytes()));
+      fleet.getJsonObject("cluster").put("secret_file", secret.toString());
+      return fleet;
+    } catch (java.io.IOException e) {
+      throw new AssertionError(e);
+    }
+  }
+
   /** The fleet config every replica runs, with its own journal file. */
   NarwhalConfig config() {
     try {

@@ -26,7 +26,8 @@ class ClusterResponsesTest {
 
   @Test
   void aFollowUpThroughAnotherReplicaReachesTheEngineOfItsPreviousResponse() throws Exception {
-    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode", "D2:decode"), json -> json
+    // with a cluster secret: the response owners are tagged and verified
+    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode", "D2:decode"), json -> ClusterHarness.withSecret(json)
         .put("recovery", new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000).put("liveness_every", 100_000)),
         (iid, o) -> { })) {
       NarwhalNode a = h.addReplica();

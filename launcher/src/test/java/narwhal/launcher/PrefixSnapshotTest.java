@@ -40,7 +40,8 @@ class PrefixSnapshotTest {
 
   @Test
   void aReplicaStartedLaterKnowsThePrefixesBeforeItsFirstRequestAndSendsThemToTheirProducer() throws Exception {
-    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "P2:prefill", "D0:decode"), json -> json
+    // with a cluster secret: the exchange and the snapshot are tagged and verified
+    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "P2:prefill", "D0:decode"), json -> ClusterHarness.withSecret(json)
         .put("placement", new JsonObject().put("policy", "cache_aware").put("metrics_interval_s", 0.2)
             .put("prefix_block_chars", 16).put("prefix_blocks", 1))
         .put("recovery", new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000).put("liveness_every", 100_000)),

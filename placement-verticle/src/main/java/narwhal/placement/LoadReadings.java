@@ -17,6 +17,8 @@ import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.WebClient;
 import io.vertx.ext.web.client.WebClientOptions;
 import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ClockBound;
+import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.LegsSent;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
@@ -114,7 +116,7 @@ final class LoadReadings {
       if (sentConsumer == null) {
         // typed Object: a body that is not a JSON object (a string, a buffer) is no message, not a ClassCastException
         sentConsumer = vertx.eventBus().<Object>consumer(Addresses.PLACEMENT_SENT,
-            msg -> heardSent(msg.body() instanceof JsonObject json ? LegsSent.fromJson(json) : null));
+            msg -> heardSent(LegsSent.fromJson(seal().open(Addresses.PLACEMENT_SENT, msg.body()))));
       }
       long every = Math.min(SENT_EXCHANGE_MS, placement.metricsIntervalMs());
       sentTimer = vertx.setPeriodic(every, t -> exchangeSent(config.get().placement().metricsIntervalMs()));
@@ -149,7 +151,7 @@ final class LoadReadings {
       clusterView = true;
       long now = System.currentTimeMillis();
       for (EngineConfig engine : engines) {
-        EngineLoad shared = EngineLoad.fromJson(parse(ar.result().get(engine.iid())));
+        EngineLoad shared = bounded(EngineLoad.fromJson(seal().openText(LOADS, engine.iid(), ar.result().get(engine.iid()))));
         if (shared != null) table.applyLoad(shared);
         if (shared == null || now - shared.readAtMs() >= interval * 9 / 10) claimAndRead(engine, interval);
       }
@@ -173,12 +175,12 @@ final class LoadReadings {
   private void readUnder(Lock lock, EngineConfig engine, long interval) {
     guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(engine.iid())))
         .compose(text -> {
-          EngineLoad current = EngineLoad.fromJson(parse(text));
+          EngineLoad current = bounded(EngineLoad.fromJson(seal().openText(LOADS, engine.iid(), text)));
           if (current != null && System.currentTimeMillis() - current.readAtMs() < interval * 9 / 10) {
             return Future.succeededFuture(current);
           }
           return read(engine).compose(reading -> guard.<Void>execute(() -> this.<String>map(LOADS)
-              .compose(m -> m.put(engine.iid(), reading.toJson().encode()))).map(reading));
+              .compose(m -> m.put(engine.iid(), seal().seal(LOADS, engine.iid(), reading.toJson()).encode()))).map(reading));
         })
         .onSuccess(table::applyLoad)
         .onComplete(done -> {
@@ -221,7 +223,7 @@ final class LoadReadings {
     }
     Map<String, LegsSent.Count> mine = table.sentSinceReadings();
     if (!mine.equals(lastSent) || now - lastSentAtMs >= interval) {
-      vertx.eventBus().publish(Addresses.PLACEMENT_SENT, new LegsSent(replica, mine).toJson());
+      vertx.eventBus().publish(Addresses.PLACEMENT_SENT, seal().seal(Addresses.PLACEMENT_SENT, new LegsSent(replica, mine).toJson()));
       lastSent = mine;
       lastSentAtMs = now;
     }
@@ -245,7 +247,7 @@ final class LoadReadings {
     if (!catchingUp.add(iid)) return;
     guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(iid))).onComplete(ar -> {
       catchingUp.remove(iid);
-      EngineLoad shared = ar.succeeded() ? EngineLoad.fromJson(parse(ar.result())) : null;
+      EngineLoad shared = ar.succeeded() ? bounded(EngineLoad.fromJson(seal().openText(LOADS, iid, ar.result()))) : null;
       if (shared == null || !iid.equals(shared.iid())) return;
       table.applyLoad(shared);
       applyHeard();
@@ -280,12 +282,15 @@ final class LoadReadings {
     return data.getAsyncMap(name);
   }
 
-  private static JsonObject parse(String text) {
-    if (text == null) return null;
-    try {
-      return new JsonObject(text);
-    } catch (RuntimeException malformed) {
-      return null;
-    }
+  /**
+   * The reading, or null when it was taken further ahead of this replica's clock than {@link ClockBound} allows: forged
+   * (it would look fresh for good and never be read again), so it is read again and overwritten.
+   */
+  private static EngineLoad bounded(EngineLoad reading) {
+    return reading == null || ClockBound.ahead(reading.readAtMs(), System.currentTimeMillis()) ? null : reading;
+  }
+
+  private ClusterSeal seal() {
+    return ClusterSeal.of(vertx);
   }
 }

@@ -13,6 +13,8 @@ import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.SharedData;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.EngineState;
+import narwhal.common.bus.ClockBound;
+import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.Failures;
 import narwhal.common.bus.FleetHoldEvent;
@@ -130,7 +132,10 @@ public final class PlacementVerticle extends VerticleBase {
             .put("data", new JsonArray(new java.util.ArrayList<>(table.servedCards()))))),
         vertx.eventBus().localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured(NarwhalConfig.fromJson(msg.body()))),
         vertx.eventBus().consumer(Addresses.FLEET_CHANGED, this::fleetChanged),
-        vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> streakChanged(msg.body())));
+        vertx.eventBus().consumer(Addresses.STREAK_CHANGED, msg -> {
+          JsonObject body = ClusterSeal.of(vertx).open(Addresses.STREAK_CHANGED, msg.body());
+          if (body != null) streakChanged(body);
+        }));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
         .compose(v -> vertx.sharedData().<String, String>getAsyncMap(SharedState.ENGINE_STATE_MAP))
         .compose(map -> {
@@ -199,7 +204,10 @@ public final class PlacementVerticle extends VerticleBase {
 
   private Future<Void> resync() {
     return shared.entries()
-        .onSuccess(entries -> entries.values().forEach(text -> apply(new JsonObject(text))))
+        .onSuccess(entries -> entries.forEach((key, text) -> {
+          JsonObject json = ClusterSeal.of(vertx).openText(SharedState.ENGINE_STATE_MAP, key, text);
+          if (json != null) apply(json);
+        }))
         .mapEmpty();
   }
 
@@ -269,7 +277,8 @@ public final class PlacementVerticle extends VerticleBase {
   }
 
   private void fleetChanged(Message<JsonObject> msg) {
-    apply(msg.body());
+    JsonObject body = ClusterSeal.of(vertx).open(Addresses.FLEET_CHANGED, msg.body());
+    if (body != null) apply(body);
   }
 
   private void apply(JsonObject body) {
@@ -284,9 +293,15 @@ public final class PlacementVerticle extends VerticleBase {
     refreshReadiness();
   }
 
-  /** Whether a version is newer than the one already applied under {@code key}; records it if so. */
+  /**
+   * Whether a version is newer than the one already applied under {@code key}; records it if so. One further ahead of
+   * this replica's clock than {@link ClockBound} allows is forged and never applied (it would pin the state for good).
+   */
   private boolean current(String key, StateVersion version) {
-    if (!version.newerThan(versions.getOrDefault(key, StateVersion.NONE))) return false;
+    if (!version.newerThan(versions.getOrDefault(key, StateVersion.NONE))
+        || ClockBound.ahead(version.changedMs(), System.currentTimeMillis())) {
+      return false;
+    }
     versions.put(key, version);
     return true;
   }

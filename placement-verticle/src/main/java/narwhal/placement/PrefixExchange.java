@@ -10,6 +10,7 @@ import io.vertx.core.eventbus.ReplyException;
 import io.vertx.core.eventbus.ReplyFailure;
 import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.Failures;
 import narwhal.common.bus.PrefixSnapshot;
 import narwhal.common.bus.PrefixesPlaced;
@@ -61,7 +62,8 @@ final class PrefixExchange {
     if (!vertx.isClustered()) return Future.succeededFuture();
     // typed Object: a body that is not a JSON object (a string, a buffer) is no message, not a ClassCastException
     consumer = vertx.eventBus().<Object>consumer(Addresses.PLACEMENT_PREFIXES, msg -> {
-      PrefixesPlaced placed = msg.body() instanceof JsonObject json ? PrefixesPlaced.fromJson(json) : null;
+      JsonObject json = ClusterSeal.of(vertx).open(Addresses.PLACEMENT_PREFIXES, msg.body());
+      PrefixesPlaced placed = json == null ? null : PrefixesPlaced.fromJson(json);
       if (placed != null && !replica.equals(placed.origin())) table.learnPrefixes(placed);
     });
     snapshots = vertx.eventBus().consumer(Addresses.PLACEMENT_SNAPSHOT, this::answer);
@@ -98,7 +100,7 @@ final class PrefixExchange {
 
   private void ask(JsonObject taking, int asks, Promise<Void> done) {
     DeliveryOptions share = new DeliveryOptions().setSendTimeout(SNAPSHOT_TIMEOUT_MS / ASKS);
-    vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_SNAPSHOT, new JsonObject().put("origin", replica), share)
+    vertx.eventBus().<JsonObject>request(Addresses.PLACEMENT_SNAPSHOT, seal(new JsonObject().put("origin", replica)), share)
         .onSuccess(chunk -> take(taking, chunk, done))
         .onFailure(err -> {
           boolean own = err instanceof ReplyException r && r.failureCode() == Failures.OWN_REPLICA;
@@ -119,9 +121,10 @@ final class PrefixExchange {
   /** Learns one chunk and, when more follow and the bound has not passed, asks for the next by replying to it. */
   private void take(JsonObject taking, Message<JsonObject> message, Promise<Void> done) {
     if (done.future().isComplete()) return;
-    PrefixSnapshot chunk = PrefixSnapshot.fromJson(message.body());
+    JsonObject body = ClusterSeal.of(vertx).open(Addresses.PLACEMENT_SNAPSHOT, message.body());
+    PrefixSnapshot chunk = body == null ? null : PrefixSnapshot.fromJson(body);
     if (chunk == null) {
-      end(taking, "failed", "a chunk without an origin", done);
+      end(taking, "failed", body == null ? "a chunk whose tag does not verify with the cluster secret" : "a chunk without an origin", done);
       return;
     }
     taking.put("peer", chunk.origin()).put("offered", taking.getInteger("offered") + chunk.prefixes().size())
@@ -130,7 +133,7 @@ final class PrefixExchange {
       end(taking, "learned", null, done);
       return;
     }
-    message.<JsonObject>replyAndRequest(new JsonObject(), chunkTimeout())
+    message.<JsonObject>replyAndRequest(seal(new JsonObject()), chunkTimeout())
         .onSuccess(next -> take(taking, next, done))
         .onFailure(err -> failed(taking, err, done));
   }
@@ -155,7 +158,8 @@ final class PrefixExchange {
 
   /** A peer's request: this replica's index, copied at once and sent {@link #CHUNK} prefixes at a time. */
   private void answer(Message<Object> request) {
-    if (!(request.body() instanceof JsonObject body) || !(body.getValue("origin") instanceof String origin)) {
+    JsonObject body = ClusterSeal.of(vertx).open(Addresses.PLACEMENT_SNAPSHOT, request.body());
+    if (body == null || !(body.getValue("origin") instanceof String origin)) {
       request.fail(Failures.BAD_MESSAGE, "BAD_MESSAGE: a snapshot request is {\"origin\": replica}");
     } else if (replica.equals(origin)) {
       request.fail(Failures.OWN_REPLICA, "OWN_REPLICA: a replica does not take its own snapshot");
@@ -167,7 +171,7 @@ final class PrefixExchange {
   private void send(Message<?> asked, PrefixSnapshot index, int from) {
     int to = Math.min(index.prefixes().size(), from + CHUNK);
     boolean more = to < index.prefixes().size();
-    JsonObject chunk = new PrefixSnapshot(replica, index.prefixes().subList(from, to), index.urls(), more).toJson();
+    JsonObject chunk = seal(new PrefixSnapshot(replica, index.prefixes().subList(from, to), index.urls(), more).toJson());
     if (more) {
       asked.replyAndRequest(chunk, chunkTimeout()).onSuccess(next -> send(next, index, to));
     } else {
@@ -181,6 +185,13 @@ final class PrefixExchange {
 
   private void publish() {
     PrefixesPlaced placed = table.drainPrefixes(replica);
-    if (!placed.placed().isEmpty()) vertx.eventBus().publish(Addresses.PLACEMENT_PREFIXES, placed.toJson());
+    if (!placed.placed().isEmpty()) {
+      vertx.eventBus().publish(Addresses.PLACEMENT_PREFIXES, ClusterSeal.of(vertx).seal(Addresses.PLACEMENT_PREFIXES, placed.toJson()));
+    }
+  }
+
+  /** A snapshot request, chunk or ask for the next one, tagged for {@link Addresses#PLACEMENT_SNAPSHOT}. */
+  private JsonObject seal(JsonObject body) {
+    return ClusterSeal.of(vertx).seal(Addresses.PLACEMENT_SNAPSHOT, body);
   }
 }

@@ -2,7 +2,9 @@ package narwhal.router;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
+import narwhal.common.bus.ClusterSeal;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -15,7 +17,8 @@ import java.util.concurrent.TimeUnit;
  * conf/cluster.xml's eviction), so a follow-up that a load balancer sends to another replica finds its engine too. A
  * replica that is not clustered keeps the bounded local record only: Vert.x's local shared map would hold every id of
  * the last {@value #TTL_HOURS} hours, each with a timer. A lookup that finds nothing (an unknown id, an expired one,
- * the shared map not answering within {@value #LOOKUP_TIMEOUT_MS} ms) answers null.
+ * the shared map not answering within {@value #LOOKUP_TIMEOUT_MS} ms, an entry whose tag does not verify with the cluster
+ * secret) answers null.
  */
 final class ResponseOwners {
   static final String MAP = "narwhal.response-owners";
@@ -39,7 +42,9 @@ final class ResponseOwners {
       local.put(id, iid);
     }
     if (!vertx.isClustered()) return Future.succeededFuture();
-    return shared(vertx).compose(map -> map.put(id, iid, TimeUnit.HOURS.toMillis(TTL_HOURS)))
+    ClusterSeal seal = ClusterSeal.of(vertx);
+    String value = seal.enabled() ? seal.seal(MAP, id, new JsonObject().put("iid", iid)).encode() : iid;
+    return shared(vertx).compose(map -> map.put(id, value, TimeUnit.HOURS.toMillis(TTL_HOURS)))
         .timeout(LOOKUP_TIMEOUT_MS, TimeUnit.MILLISECONDS).otherwiseEmpty();
   }
 
@@ -50,7 +55,19 @@ final class ResponseOwners {
       iid = local.get(id);
     }
     if (iid != null || !vertx.isClustered()) return Future.succeededFuture(iid);
-    return shared(vertx).compose(map -> map.get(id)).timeout(LOOKUP_TIMEOUT_MS, TimeUnit.MILLISECONDS).otherwise(err -> null);
+    return shared(vertx).compose(map -> map.get(id)).map(text -> engine(ClusterSeal.of(vertx), id, text))
+        .timeout(LOOKUP_TIMEOUT_MS, TimeUnit.MILLISECONDS).otherwise(err -> null);
+  }
+
+  /**
+   * The engine a shared entry names: with a cluster secret, a tagged {@code {"iid"}} (one whose tag does not verify is
+   * absent, docs/operations.md#threat-model); without, the iid itself.
+   */
+  private static String engine(ClusterSeal seal, String id, String text) {
+    if (text == null) return null;
+    if (!seal.enabled() && !text.startsWith("{")) return text;
+    JsonObject json = seal.openText(MAP, id, text);
+    return json == null ? null : json.getString("iid");
   }
 
   private static Future<AsyncMap<String, String>> shared(Vertx vertx) {

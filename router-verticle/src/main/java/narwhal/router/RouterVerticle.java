@@ -100,8 +100,9 @@ public final class RouterVerticle extends VerticleBase {
       });
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.PLACEMENT_LISTED, msg -> relearner.listed(msg.body()));
-      vertx.eventBus().<JsonObject>consumer(Addresses.FLEET_CHANGED, msg -> {
-        narwhal.common.bus.EngineStateEvent event = narwhal.common.bus.EngineStateEvent.fromJson(msg.body());
+      vertx.eventBus().<Object>consumer(Addresses.FLEET_CHANGED, msg -> {
+        narwhal.common.bus.EngineStateEvent event = narwhal.common.bus.EngineStateEvent.fromJson(
+            narwhal.common.bus.ClusterSeal.of(vertx).open(Addresses.FLEET_CHANGED, msg.body()));
         if (event != null && event.state() == narwhal.common.bus.EngineState.SERVING) relearner.readmitted(event.iid());
       });
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
@@ -134,6 +135,13 @@ public final class RouterVerticle extends VerticleBase {
     io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.refused", vertx, v -> narwhal.common.bus.ClusterView.of(v).refusal() == null ? 0 : 1)
         .description("1 while the members this replica is configured to join refuse it (another cluster.name or cluster.tls.enabled)")
         .register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.unverified.members", vertx,
+        v -> narwhal.common.bus.ClusterView.of(v).unverifiedMembers())
+        .description("members of the Hazelcast cluster without a valid membership proof (the cluster secret)").register(registry);
+    // every series at zero from start; the launcher's ClusterSeal hook counts into the same meters
+    narwhal.common.bus.ClusterSeal.SEALED.forEach(where -> io.micrometer.core.instrument.Counter.builder("narwhal.cluster.forged")
+        .description("values and bus messages refused because their tag does not verify with the cluster secret")
+        .tag("where", where).register(registry));
   }
 
   /** The attempts running legs and waiting for a turn under {@code serving.max_legs_in_flight} (docs/metrics.md). */

@@ -33,6 +33,11 @@ public interface ClusterView extends Shareable {
     return java.util.List.of(self());
   }
 
+  /** Members of the cluster without a valid membership proof (docs/operations.md#threat-model); 0 without a cluster secret. */
+  default int unverifiedMembers() {
+    return 0;
+  }
+
   JsonObject toJson();
 
   ClusterView SINGLE_NODE = new ClusterView() {

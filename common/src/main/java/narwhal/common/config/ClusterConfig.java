@@ -20,7 +20,8 @@ import java.util.Objects;
  */
 public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host,
                             String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls,
-                            StateGuard sharedState, String decisionsPath, double joinTimeoutS, int expectedMembers) {
+                            StateGuard sharedState, String decisionsPath, double joinTimeoutS, int expectedMembers,
+                            String secretFile, String secretEnv, String previousSecretFile) {
 
   public static final String DEFAULT_NAME = "narwhal";
   public static final List<String> DEFAULT_MEMBERS = List.of("127.0.0.1");
@@ -57,8 +58,15 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
       DEFAULT_JOIN_TIMEOUT_S, v -> v >= 1 && v <= 3600, "a number of seconds from 1 to 3600").readAtStart();
   static final Key<ClusterConfig, Integer> EXPECTED_MEMBERS = Key.integer("expected_members",
       ClusterConfig::expectedMembers, DEFAULT_EXPECTED_MEMBERS, 0, 1000).readAtStart();
+  /** The cluster secret (docs/operations.md#threat-model): a file re-read on change, or an environment variable. */
+  static final Key<ClusterConfig, String> SECRET_FILE = Key.string("secret_file", ClusterConfig::secretFile, "").readAtStart();
+  static final Key<ClusterConfig, String> SECRET_ENV = Key.string("secret_env", ClusterConfig::secretEnv, "").readAtStart();
+  /** The secret before a rotation, accepted (never written) until every replica has the new one. */
+  static final Key<ClusterConfig, String> PREVIOUS_SECRET_FILE = Key.string("previous_secret_file",
+      ClusterConfig::previousSecretFile, "").readAtStart();
   static final Section<ClusterConfig> SECTION = new Section<>(ENABLED, NAME, MEMBERS, PORT, HOST, PUBLIC_HOST,
-      DISCOVERY, KUBERNETES, TLS, SHARED_STATE, DECISIONS_PATH, JOIN_TIMEOUT_S, EXPECTED_MEMBERS);
+      DISCOVERY, KUBERNETES, TLS, SHARED_STATE, DECISIONS_PATH, JOIN_TIMEOUT_S, EXPECTED_MEMBERS, SECRET_FILE, SECRET_ENV,
+      PREVIOUS_SECRET_FILE);
 
   /** How members find each other. */
   public enum Discovery {
@@ -87,6 +95,22 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     Objects.requireNonNull(tls, "tls");
     Objects.requireNonNull(sharedState, "sharedState");
     Objects.requireNonNull(decisionsPath, "decisionsPath");
+    Objects.requireNonNull(secretFile, "secretFile");
+    Objects.requireNonNull(secretEnv, "secretEnv");
+    Objects.requireNonNull(previousSecretFile, "previousSecretFile");
+  }
+
+  /** Without a cluster secret. */
+  public ClusterConfig(boolean enabled, String name, List<String> members, int port, String host, String publicHost,
+                       Discovery discovery, Kubernetes kubernetes, Tls tls, StateGuard sharedState, String decisionsPath,
+                       double joinTimeoutS, int expectedMembers) {
+    this(enabled, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState, decisionsPath, joinTimeoutS,
+        expectedMembers, "", "", "");
+  }
+
+  /** Whether a cluster secret is configured (its file or its environment variable). */
+  public boolean hasSecret() {
+    return !secretFile.isEmpty() || !secretEnv.isEmpty();
   }
 
   /** Without a decisions file, with the default join timeout and expected members. */
@@ -138,7 +162,8 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     Discovery discovery = r.get(DISCOVERY);
     return new ClusterConfig(r.get(ENABLED), r.get(NAME), r.get(MEMBERS), r.get(PORT), r.get(HOST), r.get(PUBLIC_HOST),
         discovery, Kubernetes.read(r.section(KUBERNETES.name(), Kubernetes.SECTION), discovery == Discovery.KUBERNETES),
-        r.get(TLS), r.get(SHARED_STATE), r.get(DECISIONS_PATH), r.get(JOIN_TIMEOUT_S), r.get(EXPECTED_MEMBERS));
+        r.get(TLS), r.get(SHARED_STATE), r.get(DECISIONS_PATH), r.get(JOIN_TIMEOUT_S), r.get(EXPECTED_MEMBERS),
+        r.get(SECRET_FILE), r.get(SECRET_ENV), r.get(PREVIOUS_SECRET_FILE));
   }
 
   /** 0.0.0.0 or ::, which bind every interface but reach no one. */
