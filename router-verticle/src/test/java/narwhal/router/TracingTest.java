@@ -283,7 +283,7 @@ class TracingTest {
     double prompt = tokens("prompt");
     double completion = tokens("completion");
     double cached = tokens("cached");
-    String trace = "6cf92f3577b34da6a3ce929d0e0e4738";
+    String trace = "7d0a3f4688c45eb7b4df03a1f1f15849";
     RouterHarness.Reply reply = h.post("/v1/responses", new JsonObject().put("model", RouterHarness.MODEL)
             .put("input", "the arctic narwhal").put("max_output_tokens", 4).put("stream", true).toBuffer(),
         Map.of("traceparent", "00-" + trace + "-" + CLIENT_SPAN + "-01"));
