@@ -103,7 +103,7 @@ public final class BreakerVerticle extends VerticleBase {
   }
 
   private void arm(NarwhalConfig cfg) {
-    probes.arm(cfg.recovery());
+    probes.arm();
     sync.arm(cfg.recovery().monitorIntervalMs());
     roster.arm(Math.max(1_000, cfg.recovery().monitorIntervalMs()));
   }
