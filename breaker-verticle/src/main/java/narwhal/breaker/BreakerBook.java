@@ -98,6 +98,23 @@ final class BreakerBook {
     return actions;
   }
 
+  /**
+   * Takes engines whose checks at start failed out of placement (ejected, cause {@code unchecked}) and checks them at
+   * once by the readmission checks: they serve once these pass (an engine still loading: at a later readmission round).
+   * The state is a decision (versioned): an engine that fails its checks is out for every replica until they pass.
+   */
+  public List<BreakerAction> unchecked(java.util.Collection<String> iids) {
+    List<BreakerAction> actions = new ArrayList<>();
+    for (String iid : iids) {
+      EngineRecord r = engines.get(iid);
+      if (r == null || r.state != EngineState.SERVING) continue;
+      r.probeDueMs = 0;
+      move(r, EngineState.EJECTED, "unchecked", actions);
+      if (!fleetHold) readmissionProbe(r, actions);
+    }
+    return actions;
+  }
+
   private void provisional(EngineRecord r, List<BreakerAction> actions) {
     EngineState from = r.state;
     r.state = EngineState.EJECTED;
