@@ -60,6 +60,8 @@ final class RequestLifecycle implements Admission.Cuttable {
   private ModelMetrics.Model perModel;
   private String acceptedModel;
   private final Set<Reservation> held = new LinkedHashSet<>();
+  private static final int STOPPING_RETRIES = 2;
+
   private final Set<String> excluded = new HashSet<>();
   private final List<JsonObject> attemptFailures = new ArrayList<>();
   private final Promise<Void> cancelLegs = Promise.promise();
@@ -68,6 +70,8 @@ final class RequestLifecycle implements Admission.Cuttable {
   private long deadlineTimer = -1;
   private long backoffTimer = -1;
   private int attempt;
+  /** Attempts added beyond {@code serving.max_attempts} because an engine was stopping (at most {@value #STOPPING_RETRIES}). */
+  private int stoppingRetries;
   private boolean dispatched;
   private boolean done;
   private DecodeStream decode;
@@ -259,6 +263,17 @@ final class RequestLifecycle implements Admission.Cuttable {
           .compose(resp -> whole.relay(resp, consumer.iid(), () -> firstOutput(a, System.nanoTime())))
           .onComplete(ar -> release(consumer)));
     });
+  }
+
+  /**
+   * What an engine does while it stops gracefully (vLLM on SIGTERM): refuses connections, resets them, answers 503. A
+   * two-leg request failing so before any output reached the client is retried on another engine even past
+   * {@code serving.max_attempts} (docs/operations.md#replacing-and-scaling-engines): the engine took no work from it.
+   * (A request an engine runs whole may be pinned to its engine: it keeps {@code serving.max_attempts}.)
+   */
+  private static boolean engineStopping(EngineFault fault) {
+    return fault.kind() == FaultKind.CONNECT_ERROR || fault.kind() == FaultKind.CONNECTION_RESET
+        || fault.kind() == FaultKind.ENGINE_OVERLOADED && fault.status() == 503;
   }
 
   private Future<Reservation> reserve(Phase phase, String avoid) {
@@ -460,6 +475,12 @@ final class RequestLifecycle implements Admission.Cuttable {
       engineRefused(a, refused);
       return;
     }
+    if (err instanceof ReplyException reply && reply.failureCode() == Failures.NO_ENGINE && retried != null
+        && a.number > configuredMaxAttempts()) {
+      trace.attemptEnded("no_engine");
+      noOtherEngine(a);
+      return;
+    }
     if (err instanceof ReplyException reply) {
       trace.attemptEnded(reply.failureCode() == Failures.FLEET_HOLD ? "fleet_hold" : "no_engine");
       noEngine(reply);
@@ -476,12 +497,15 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (fault.phase() == Phase.PREFILL) {
       excluded.add(a.producer.iid());
     } else if (!a.decodeOutput && fault.kind() != FaultKind.HANDOFF_EXPIRED) {
-      if (a.producer != null) excluded.add(a.producer.iid());
+      if (a.producer != null && (whole != null || !engineStopping(fault))) excluded.add(a.producer.iid());
       if (a.consumer != null) excluded.add(a.consumer.iid());
     }
     boolean transientFault = fault.isTransient() && !a.decodeOutput;
     long backoffMs = RetryDecision.backoffMs(ctx.jitter().getAsDouble(), a.number, cfg.serving().retryBaseMs(), cfg.serving().retryCapMs());
-    int maxAttempts = whole == null ? cfg.serving().maxAttempts() : whole.maxAttempts(cfg.serving().maxAttempts());
+    if (whole == null && transientFault && !client.committed() && engineStopping(fault) && stoppingRetries < STOPPING_RETRIES) {
+      stoppingRetries++;
+    }
+    int maxAttempts = stoppingRetries + configuredMaxAttempts();
     RetryReason retryReason = RetryDecision.decide(new RetryDecision.Facts(dispatched, client.committed(), a.number,
         maxAttempts, transientFault, backoffMs, remainingMs(), ctx.retryBudget().available()));
     boolean retry = retryReason == RetryReason.ALLOWED;
@@ -534,6 +558,23 @@ final class RequestLifecycle implements Admission.Cuttable {
     retried.entry().put("retry_reason", RetryReason.SHARED_BUDGET.wireName()).put("backoff_s", (Object) null);
     ctx.metrics().retryDenied();
     fail(retried.attempt(), retried.fault());
+  }
+
+  /**
+   * The attempt added past {@code serving.max_attempts} because an engine was stopping found no other engine: the
+   * request ends with the fault of the stopping engine, as it would have without that attempt.
+   */
+  private void noOtherEngine(Attempt extra) {
+    release(extra.producer);
+    release(extra.consumer);
+    attempt = retried.attempt().number;
+    current = retried.attempt();
+    retried.entry().put("retry_reason", RetryReason.ATTEMPT_LIMIT.wireName()).put("backoff_s", (Object) null);
+    fail(retried.attempt(), retried.fault());
+  }
+
+  private int configuredMaxAttempts() {
+    return whole == null ? cfg.serving().maxAttempts() : whole.maxAttempts(cfg.serving().maxAttempts());
   }
 
   /** Ends the request with an engine fault of attempt {@code a}: no attempt follows. */
