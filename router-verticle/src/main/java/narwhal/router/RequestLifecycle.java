@@ -72,6 +72,10 @@ final class RequestLifecycle implements Admission.Cuttable {
   private int attempt;
   /** Attempts added beyond {@code serving.max_attempts} because an engine was stopping (at most {@value #STOPPING_RETRIES}). */
   private int stoppingRetries;
+  /** Whether a producer's facts were re-read for this request (at most once: a restart in place, {@link FactsRelearner}). */
+  private boolean relearned;
+  /** Whether the facts re-read showed the producer restarted in place: the attempt is tried again, no fault counted. */
+  private boolean restarted;
   private boolean dispatched;
   private boolean done;
   private DecodeStream decode;
@@ -493,19 +497,35 @@ final class RequestLifecycle implements Admission.Cuttable {
         && !request.model().equals(BaseModels.of(cfg, engineIid));
     if (adapterMissing) ctx.controlBus().unlist(engineIid, request.model());
     EngineFault fault = adapterMissing ? engineFault.notTheEnginesBaseModel() : engineFault;
-    reportFailure(a, fault, engineIid);
-    if (fault.phase() == Phase.PREFILL) {
+    if (whole == null && !relearned && a.producer != null && !a.decodeOutput && !client.committed()
+        && FactsRelearner.signsARestart(fault)) {
+      relearned = true;
+      ctx.vertx().eventBus().<Boolean>request(FactsRelearner.RELEARN, new JsonObject().put("iid", a.producer.iid()))
+          .onComplete(changed -> {
+            restarted = changed.succeeded() && Boolean.TRUE.equals(changed.result().body());
+            attemptFailed(a, err);
+          });
+      return;
+    }
+    boolean relearn = restarted;
+    restarted = false;
+    if (!relearn) {
+      reportFailure(a, fault, engineIid);
+    }
+    if (relearn) {
+      // the producer restarted in place: its facts are re-read before the request is tried again, no fault counted
+    } else if (fault.phase() == Phase.PREFILL) {
       excluded.add(a.producer.iid());
     } else if (!a.decodeOutput && fault.kind() != FaultKind.HANDOFF_EXPIRED) {
       if (a.producer != null && (whole != null || !engineStopping(fault))) excluded.add(a.producer.iid());
       if (a.consumer != null) excluded.add(a.consumer.iid());
     }
-    boolean transientFault = fault.isTransient() && !a.decodeOutput;
+    boolean transientFault = relearn || fault.isTransient() && !a.decodeOutput;
     long backoffMs = RetryDecision.backoffMs(ctx.jitter().getAsDouble(), a.number, cfg.serving().retryBaseMs(), cfg.serving().retryCapMs());
     if (whole == null && transientFault && !client.committed() && engineStopping(fault) && stoppingRetries < STOPPING_RETRIES) {
       stoppingRetries++;
     }
-    int maxAttempts = stoppingRetries + configuredMaxAttempts();
+    int maxAttempts = stoppingRetries + (relearn ? 1 : 0) + configuredMaxAttempts();
     RetryReason retryReason = RetryDecision.decide(new RetryDecision.Facts(dispatched, client.committed(), a.number,
         maxAttempts, transientFault, backoffMs, remainingMs(), ctx.retryBudget().available()));
     boolean retry = retryReason == RetryReason.ALLOWED;
@@ -517,6 +537,10 @@ final class RequestLifecycle implements Admission.Cuttable {
     trace.attemptFailed(fault, retryReason.wireName());
     if (retry) {
       retried = new Retried(a, fault, entry);
+      if (relearn) {
+        runAttempt();
+        return;
+      }
       backoffTimer = ctx.vertx().setTimer(Math.max(1, backoffMs), t -> {
         backoffTimer = -1;
         if (!done) runAttempt();

@@ -99,6 +99,8 @@ public final class RouterVerticle extends VerticleBase {
       });
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.PLACEMENT_LISTED, msg -> relearner.listed(msg.body()));
+      vertx.eventBus().<JsonObject>localConsumer(FactsRelearner.RELEARN, msg -> relearner.relearn(msg.body().getString("iid"))
+          .onComplete(changed -> msg.reply(changed.succeeded() && changed.result())));
       vertx.eventBus().<JsonObject>consumer(Addresses.FLEET_CHANGED, msg -> {
         narwhal.common.bus.EngineStateEvent event = narwhal.common.bus.EngineStateEvent.fromJson(msg.body());
         if (event != null && event.state() == narwhal.common.bus.EngineState.SERVING) relearner.readmitted(event.iid());
