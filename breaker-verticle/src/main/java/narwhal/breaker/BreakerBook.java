@@ -72,7 +72,8 @@ final class BreakerBook {
    * engine's state carries no version ({@link StateVersion#NONE}): it is this replica's guess, not a decision, so any
    * state the cluster holds for the engine (a drain, an admin ejection) wins over it. An engine whose {@code url},
    * {@code role}, {@code attestation_url} or {@code kv_side_channel} changed is another engine under the same iid: it is
-   * ejected ("changed") until its readmission checks pass.
+   * ejected ("changed") until its readmission checks pass. Both are checked at once (the lifecycle checks of a
+   * readmission round, asked for here), not at the next round, so each serves as soon as its checks pass.
    */
   public List<BreakerAction> reconfigure(List<EngineConfig> list, RecoveryConfig recovery, boolean contractPinned) {
     this.recovery = recovery;
@@ -90,6 +91,27 @@ final class BreakerBook {
       r.probeDueMs = 0;
       r.backoff = 0;
       move(r, EngineState.EJECTED, "changed", actions);
+    }
+    if (!fleetHold) {
+      for (String iid : added) readmissionProbe(engines.get(iid), actions);
+      for (String iid : changed) readmissionProbe(engines.get(iid), actions);
+    }
+    return actions;
+  }
+
+  /**
+   * Takes engines whose checks at start failed out of placement (ejected, cause {@code unchecked}) and checks them at
+   * once by the readmission checks: they serve once these pass (an engine still loading: at a later readmission round).
+   * The state is a decision (versioned): an engine that fails its checks is out for every replica until they pass.
+   */
+  public List<BreakerAction> unchecked(java.util.Collection<String> iids) {
+    List<BreakerAction> actions = new ArrayList<>();
+    for (String iid : iids) {
+      EngineRecord r = engines.get(iid);
+      if (r == null || r.state != EngineState.SERVING) continue;
+      r.probeDueMs = 0;
+      move(r, EngineState.EJECTED, "unchecked", actions);
+      if (!fleetHold) readmissionProbe(r, actions);
     }
     return actions;
   }

@@ -39,6 +39,7 @@ public final class BreakerVerticle extends VerticleBase {
   private ClusterSync sync;
   private ProbeScheduler probes;
   private ReplicaRoster roster;
+  private java.util.Collection<String> uncheckedAtStart = List.of();
 
   public BreakerVerticle(Supplier<NarwhalConfig> config, MeterRegistry registry, LongSupplier clockMs) {
     this(config, registry, clockMs, System::getenv);
@@ -60,6 +61,15 @@ public final class BreakerVerticle extends VerticleBase {
     this.clockMs = clockMs;
     this.env = env;
     this.sharedData = sharedData;
+  }
+
+  /**
+   * Engines whose checks at start failed (preflight in its default mode): they start out of placement and serve once
+   * the readmission checks, run at once, pass. Set before deploying.
+   */
+  public BreakerVerticle uncheckedAtStart(java.util.Collection<String> iids) {
+    this.uncheckedAtStart = List.copyOf(iids);
+    return this;
   }
 
   @Override
@@ -99,12 +109,13 @@ public final class BreakerVerticle extends VerticleBase {
         }));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
         .compose(v -> sync.start())
+        .compose(v -> intake.step(() -> book.unchecked(uncheckedAtStart)))
         .compose(v -> roster.refresh("start"))
         .onSuccess(v -> arm(cfg));
   }
 
   private void arm(NarwhalConfig cfg) {
-    probes.arm(cfg.recovery());
+    probes.arm();
     sync.arm(cfg.recovery().monitorIntervalMs());
     roster.arm(Math.max(1_000, cfg.recovery().monitorIntervalMs()));
   }

@@ -49,7 +49,8 @@ final class ClusterSync {
   private final Map<String, Long> expiryTimers = new HashMap<>();
   private final Map<String, Long> expiryAt = new HashMap<>();
   private Runnable onExpiry = () -> { };
-  private long resyncTimer = -1;
+  private long resyncIntervalMs;
+  private Cadence resyncs;
   private boolean resyncing;
 
   ClusterSync(Vertx vertx, BreakerBook book, SharedBreakerState shared, SharedStateGuard guard, String origin, LongSupplier clockMs,
@@ -125,14 +126,18 @@ final class ClusterSync {
     journal.acceptOnceOpen(row);
   }
 
+  /** Arms the resync at {@code monitorIntervalMs} (at least {@code MIN_RESYNC_MS}); armed again, it keeps its count. */
   void arm(long monitorIntervalMs) {
-    vertx.cancelTimer(resyncTimer);
-    resyncTimer = vertx.setPeriodic(Math.max(MIN_RESYNC_MS, monitorIntervalMs), t -> resync()
-        .onFailure(err -> LOG.fine(() -> "could not read the shared state (the next resync retries): " + err.getMessage())));
+    resyncIntervalMs = Math.max(MIN_RESYNC_MS, monitorIntervalMs);
+    if (resyncs == null) {
+      resyncs = new Cadence(vertx, () -> resyncIntervalMs, () -> resync()
+          .onFailure(err -> LOG.fine(() -> "could not read the shared state (the next resync retries): " + err.getMessage())));
+    }
+    resyncs.arm();
   }
 
   void stop() {
-    vertx.cancelTimer(resyncTimer);
+    if (resyncs != null) resyncs.stop();
     expiryTimers.values().forEach(vertx::cancelTimer);
   }
 

@@ -6,10 +6,11 @@ import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.EngineState;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
-import narwhal.common.config.RecoveryConfig;
 import narwhal.common.fault.FailureClass;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.List;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -32,7 +33,11 @@ final class ProbeScheduler {
   private final OutcomeIntake intake;
   private final BreakerMetrics metrics;
   private final Consumer<JsonObject> journal;
-  private final List<Long> timers = new ArrayList<>();
+  private static final int PROBES_AT_ONCE = 8;
+
+  private final List<Cadence> cadences;
+  private final Deque<BreakerAction.Probe> waiting = new ArrayDeque<>();
+  private int running;
 
   ProbeScheduler(Vertx vertx, Supplier<NarwhalConfig> config, BreakerBook book, Prober prober, SharedBreakerState shared,
                  ClusterSync sync, OutcomeIntake intake, BreakerMetrics metrics, Consumer<JsonObject> journal) {
@@ -45,36 +50,57 @@ final class ProbeScheduler {
     this.intake = intake;
     this.metrics = metrics;
     this.journal = journal;
+    this.cadences = List.of(
+        new Cadence(vertx, () -> config.get().recovery().monitorIntervalMs(), () -> intake.step(book::tick)),
+        new Cadence(vertx, () -> config.get().recovery().readmitIntervalMs(), () -> intake.step(book::readmissionRound)),
+        new Cadence(vertx, () -> config.get().recovery().livenessIntervalMs(), this::livenessSweep));
   }
 
-  /** (Re)arms the monitor tick, readmission rounds and liveness sweep at the configured cadences. */
-  void arm(RecoveryConfig recovery) {
-    stop();
-    timers.add(vertx.setPeriodic(recovery.monitorIntervalMs(), t -> intake.step(book::tick)));
-    timers.add(vertx.setPeriodic(recovery.readmitIntervalMs(), t -> intake.step(book::readmissionRound)));
-    timers.add(vertx.setPeriodic(recovery.livenessIntervalMs(), t -> livenessSweep()));
+  /**
+   * Arms the monitor tick, readmission rounds and liveness sweep at the cadences of {@code recovery.*}; armed again
+   * after a reload, each keeps its count and takes the new interval from its next tick (a tick already due is never
+   * postponed).
+   */
+  void arm() {
+    cadences.forEach(Cadence::arm);
   }
 
   void stop() {
-    timers.forEach(vertx::cancelTimer);
-    timers.clear();
+    cadences.forEach(Cadence::stop);
   }
 
-  /** Runs a probe the book asked for under the engine's probe lock, or skips it when another replica holds the lock. */
+  /**
+   * Runs a probe the book asked for under the engine's probe lock, or skips it when another replica holds the lock; at
+   * most {@value #PROBES_AT_ONCE} at once (a reload adding many engines checks them all at once, bounded), the others
+   * queued in the order asked.
+   */
   void run(BreakerAction.Probe probe) {
+    if (running >= PROBES_AT_ONCE) {
+      waiting.add(probe);
+      return;
+    }
+    running++;
+    locked(probe).onComplete(done -> {
+      running--;
+      BreakerAction.Probe next = waiting.poll();
+      if (next != null) run(next);
+    });
+  }
+
+  private Future<Void> locked(BreakerAction.Probe probe) {
     String iid = probe.iid();
     EngineConfig target = engine(iid);
     if (target == null) {
       book.probeSkipped(iid);
-      return;
+      return Future.succeededFuture();
     }
-    shared.probeLock(iid, probeLeaseMs()).onSuccess(lock -> {
+    return shared.probeLock(iid, probeLeaseMs()).compose(lock -> {
       if (lock.isEmpty()) {
         book.probeSkipped(iid);
         LOG.fine(() -> "probe of " + iid + " skipped: another replica holds its probe lock");
-        return;
+        return Future.<Void>succeededFuture();
       }
-      shared.state(iid).otherwise((JsonObject) null)
+      return shared.state(iid).otherwise((JsonObject) null)
           .compose(current -> {
             if (current != null) sync.applyShared(current);
             if (!book.needsProbe(iid, probe.kind())) {
@@ -89,7 +115,7 @@ final class ProbeScheduler {
             });
           })
           .onComplete(done -> lock.get().release());
-    });
+    }).mapEmpty();
   }
 
   private Future<ProbeResult> probe(EngineConfig target, BreakerAction.Probe probe) {

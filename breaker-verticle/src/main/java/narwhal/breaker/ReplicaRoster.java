@@ -53,7 +53,8 @@ final class ReplicaRoster implements AdminHandler.Peers {
   private volatile JsonObject drift = new JsonObject().put("drifted", false);
   private volatile Map<String, Integer> replicasOff = Map.of();
   private String reported = "[]";
-  private long timer = -1;
+  private long intervalMs;
+  private Cadence refreshes;
   private long ttlMs = MIN_TTL_MS;
   private boolean refreshing;
 
@@ -108,15 +109,17 @@ final class ReplicaRoster implements AdminHandler.Peers {
         });
   }
 
+  /** Arms the refresh every {@code intervalMs}; armed again (a reload), it keeps its count and takes the new interval. */
   void arm(long intervalMs) {
-    vertx.cancelTimer(timer);
     ttlMs = Math.max(MIN_TTL_MS, 5 * intervalMs);
-    timer = vertx.setPeriodic(intervalMs, t -> refresh(null));
+    this.intervalMs = intervalMs;
+    if (refreshes == null) refreshes = new Cadence(vertx, () -> this.intervalMs, () -> refresh(null));
+    refreshes.arm();
   }
 
   /** Stops refreshing and removes this replica's entry (a graceful stop: the others stop counting it at once). */
   Future<Void> stop() {
-    vertx.cancelTimer(timer);
+    if (refreshes != null) refreshes.stop();
     return shared.removeReplica(origin).otherwiseEmpty();
   }
 

@@ -130,7 +130,7 @@ class ProbeSchedulerTest {
         assertEquals(EngineState.SERVING, parts.state("P0"));
         ctx.completeNow();
       }));
-      fleet.engine("D1").stopListening().onComplete(ctx.succeeding(v -> parts.probes.arm(parts.config.recovery())));
+      fleet.engine("D1").stopListening().onComplete(ctx.succeeding(v -> parts.probes.arm()));
     });
   }
 

@@ -24,6 +24,10 @@ final class EngineRoutes {
   static Router router(Vertx vertx, SimEngine engine) {
     CompletionHandler inference = new CompletionHandler(engine);
     Router router = Router.router(vertx);
+    router.route().handler(ctx -> {
+      if (engine.shuttingDown()) json(ctx, 503, ApiError.envelope("server is shutting down", "Service Unavailable", null, 503));
+      else ctx.next();
+    });
     router.route("/v1/*").handler(ctx -> authorize(ctx, engine));
     router.post("/v1/completions").handler(BodyHandler.create().setBodyLimit(MAX_BODY_BYTES))
       .handler(ctx -> inference.handle(ctx, false));

@@ -105,6 +105,15 @@ final class EngineVerticle extends VerticleBase {
     });
   }
 
+  /** Stops accepting on the inference port and closes each connection once its running requests are done. */
+  Future<Void> shutDown(long timeoutMs) {
+    return onContext(() -> {
+      HttpServer server = inferenceServer;
+      inferenceServer = null;
+      return server == null ? Future.succeededFuture() : server.shutdown(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+    });
+  }
+
   /** Listens again on the same inference port. */
   Future<Void> resumeListening() {
     return onContext(() -> inferenceServer != null ? Future.succeededFuture() : listenInference(port));

@@ -28,6 +28,7 @@ public final class SimEngine {
   private final RequestLog log;
   private final BatchScheduler scheduler;
   private final EngineVerticle verticle;
+  private volatile boolean shuttingDown;
   private final long startedAt;
   private volatile KvPuller puller;
   private volatile String deploymentId;
@@ -144,6 +145,22 @@ public final class SimEngine {
   /** Closes the inference port: new connections are refused until {@link #resumeListening()}. */
   public Future<Void> stopListening() {
     return verticle.stopListening();
+  }
+
+  /**
+   * A graceful stop, as vLLM's on SIGTERM (uvicorn's): the inference port stops accepting connections at once (new
+   * ones are refused), a request arriving on a connection already open is answered 503 "server is shutting down" (as
+   * is {@code /health}), and the requests already running finish; each connection closes once its running request is
+   * done, within {@code timeoutMs} (then it is closed). Completes when the port is closed.
+   */
+  public Future<Void> shutDown(long timeoutMs) {
+    shuttingDown = true;
+    return verticle.shutDown(timeoutMs);
+  }
+
+  /** Whether a {@link #shutDown graceful stop} has begun. */
+  public boolean shuttingDown() {
+    return shuttingDown;
   }
 
   /** Listens again on the same inference port. */

@@ -63,6 +63,11 @@ public final class SimFleet {
     return out;
   }
 
+  /** Stops every engine gracefully, as vLLM on SIGTERM ({@link SimEngine#shutDown}); completes when all are stopped. */
+  public Future<Void> shutDown(long timeoutMs) {
+    return Future.join(engines().stream().map(e -> e.shutDown(timeoutMs)).toList()).mapEmpty();
+  }
+
   public Future<Void> close() {
     List<Future<Void>> closes = new ArrayList<>();
     engines.forEach(e -> closes.add(e.close()));

@@ -84,15 +84,25 @@ public final class NarwhalNode {
   static Future<NarwhalNode> start(NarwhalConfig config, PreflightMode mode, Consumer<String> out, UnaryOperator<String> env,
                                    UnaryOperator<SharedData> sharedData) {
     Promise<NarwhalNode> started = Promise.promise();
+    List<String> unchecked = new ArrayList<>();
     create(config, env).onFailure(started::fail).onSuccess(node -> node.startSims()
         .compose(v -> mode == PreflightMode.SKIP ? Future.succeededFuture()
             : new Preflight(node.vertx, config, node.facts, env).run(c -> out.accept(c.line())).compose(report -> {
-              out.accept(report.passed() ? "preflight passed" : "preflight FAILED");
-              return report.passed() || mode == PreflightMode.WARN ? Future.succeededFuture()
-                  : Future.failedFuture(new IllegalStateException("preflight failed; start with --preflight=warn to serve anyway"));
+              if (report.passed()) {
+                out.accept("preflight passed");
+                return Future.succeededFuture();
+              }
+              if (mode == PreflightMode.STRICT) {
+                out.accept("preflight FAILED");
+                return Future.failedFuture(new IllegalStateException("preflight failed; start with --preflight=warn to serve the engines that passed"));
+              }
+              unchecked.addAll(report.failedEngines(config.engines().stream().map(EngineConfig::iid).toList()));
+              out.accept("preflight FAILED" + (unchecked.isEmpty() ? "" : "; unchecked until their checks pass: " + String.join(", ", unchecked)));
+              return Future.succeededFuture();
             }))
         .compose(v -> node.vertx.deployVerticle(new PlacementVerticle(node.config::get, node.registry, env, sharedData)))
-        .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env, sharedData)))
+        .compose(v -> node.vertx.deployVerticle(new BreakerVerticle(node.config::get, node.registry, System::currentTimeMillis, env, sharedData)
+            .uncheckedAtStart(unchecked)))
         .compose(v -> {
           node.router = new RouterVerticle(node.config::get, node.facts, node.registry, -1, node::clusterMembers, env);
           return node.vertx.deployVerticle(node.router);

@@ -9,8 +9,8 @@ public final class ServeOptions {
   @Mixin
   FleetFile fleetFile = new FleetFile();
 
-  @Option(names = "--preflight", defaultValue = "strict",
-      description = "strict: refuse to serve when preflight fails; warn: serve anyway; skip (default: ${DEFAULT-VALUE})")
+  @Option(names = "--preflight", defaultValue = "warn",
+      description = "strict: exit when an engine fails its checks (CI); warn: serve the engines that passed, the others unchecked until their readmission checks pass; skip (default: ${DEFAULT-VALUE})")
   String preflight;
 
   @Option(names = "--cluster",

@@ -26,6 +26,9 @@ import java.util.logging.Logger;
 final class FactsRelearner {
   private static final Logger LOG = Logger.getLogger(FactsRelearner.class.getName());
 
+  /** Local address: re-read one engine's facts ({@code {"iid": …}}), answered once read (or once reading failed). */
+  static final String RELEARN = "narwhal.router.relearn";
+
   private final EngineFacts facts;
   private final EngineChecks checks;
   private Map<String, EngineConfig> known = new HashMap<>();
@@ -72,6 +75,33 @@ final class FactsRelearner {
     checks.attestation(engine).onSuccess(attested -> facts.learn(iid, attested))
         .onFailure(err -> LOG.fine(() -> "engine " + iid + ": no attestation after readmission ("
             + CheckFailure.reasonOf(err) + "); its learned facts stand"));
+  }
+
+  /**
+   * Whether a leg's fault is the first sign of a producer restarted in place (same URL, another NIXL side channel or
+   * engine id): its handoff names another endpoint than the one it attested. Its facts are re-read and the request
+   * tried again before any fault is counted.
+   */
+  static boolean signsARestart(narwhal.common.fault.EngineFault fault) {
+    return fault.kind() == narwhal.common.fault.FaultKind.INVALID_DESCRIPTOR && fault.detail() != null
+        && fault.detail().contains("endpoint mismatch");
+  }
+
+  /**
+   * Re-reads engine {@code iid}'s attestation now (a restart in place); true when what it attests changed (the engine
+   * restarted), false when it is the same or could not be read.
+   */
+  Future<Boolean> relearn(String iid) {
+    EngineConfig engine = known.get(iid);
+    if (engine == null) return Future.succeededFuture(false);
+    EngineFacts.Facts before = facts.get(iid);
+    return checks.attestation(engine).map(attested -> {
+          facts.learn(iid, attested);
+          return !facts.get(iid).equals(before);
+        })
+        .onFailure(err -> LOG.info(() -> "engine " + iid + ": no attestation on a handoff naming another endpoint ("
+            + CheckFailure.reasonOf(err) + "); its learned facts stand"))
+        .otherwise(false);
   }
 
   private void remember(List<EngineConfig> engines) {

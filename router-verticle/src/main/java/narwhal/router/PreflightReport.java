@@ -16,6 +16,11 @@ public record PreflightReport(List<Check> checks) {
     return checks.stream().allMatch(Check::ok);
   }
 
+  /** The engines among {@code iids} that failed one of their own checks (health, model, contract), in fleet order. */
+  public List<String> failedEngines(List<String> iids) {
+    return iids.stream().filter(iid -> checks.stream().anyMatch(c -> !c.ok() && c.target().equals(iid))).toList();
+  }
+
   public String table() {
     StringBuilder out = new StringBuilder(String.format("%-12s %-12s %-4s %s%n", "engine", "check", "", "detail"));
     for (Check c : checks) out.append(c.line()).append(System.lineSeparator());

@@ -60,6 +60,8 @@ final class RequestLifecycle implements Admission.Cuttable {
   private ModelMetrics.Model perModel;
   private String acceptedModel;
   private final Set<Reservation> held = new LinkedHashSet<>();
+  private static final int STOPPING_RETRIES = 2;
+
   private final Set<String> excluded = new HashSet<>();
   private final List<JsonObject> attemptFailures = new ArrayList<>();
   private final Promise<Void> cancelLegs = Promise.promise();
@@ -68,6 +70,12 @@ final class RequestLifecycle implements Admission.Cuttable {
   private long deadlineTimer = -1;
   private long backoffTimer = -1;
   private int attempt;
+  /** Attempts added beyond {@code serving.max_attempts} because an engine was stopping (at most {@value #STOPPING_RETRIES}). */
+  private int stoppingRetries;
+  /** Whether a producer's facts were re-read for this request (at most once: a restart in place, {@link FactsRelearner}). */
+  private boolean relearned;
+  /** Whether the facts re-read showed the producer restarted in place: the attempt is tried again, no fault counted. */
+  private boolean restarted;
   private boolean dispatched;
   private boolean done;
   private DecodeStream decode;
@@ -281,6 +289,17 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (a != null && a.turn != null) a.turn.release(ctx.config().get().serving().maxLegsInFlight());
   }
 
+  /**
+   * What an engine does while it stops gracefully (vLLM on SIGTERM): refuses connections, resets them, answers 503. A
+   * two-leg request failing so before any output reached the client is retried on another engine even past
+   * {@code serving.max_attempts} (docs/operations.md#replacing-and-scaling-engines): the engine took no work from it.
+   * (A request an engine runs whole may be pinned to its engine: it keeps {@code serving.max_attempts}.)
+   */
+  private static boolean engineStopping(EngineFault fault) {
+    return fault.kind() == FaultKind.CONNECT_ERROR || fault.kind() == FaultKind.CONNECTION_RESET
+        || fault.kind() == FaultKind.ENGINE_OVERLOADED && fault.status() == 503;
+  }
+
   private Future<Reservation> reserve(Phase phase, String avoid) {
     return reserve(phase, avoid, false);
   }
@@ -480,6 +499,12 @@ final class RequestLifecycle implements Admission.Cuttable {
       engineRefused(a, refused);
       return;
     }
+    if (err instanceof ReplyException reply && reply.failureCode() == Failures.NO_ENGINE && retried != null
+        && a.number > configuredMaxAttempts()) {
+      trace.attemptEnded("no_engine");
+      noOtherEngine(a);
+      return;
+    }
     if (err instanceof ReplyException reply) {
       trace.attemptEnded(reply.failureCode() == Failures.FLEET_HOLD ? "fleet_hold" : "no_engine");
       noEngine(reply);
@@ -492,16 +517,35 @@ final class RequestLifecycle implements Admission.Cuttable {
         && !request.model().equals(BaseModels.of(cfg, engineIid));
     if (adapterMissing) ctx.controlBus().unlist(engineIid, request.model());
     EngineFault fault = adapterMissing ? engineFault.notTheEnginesBaseModel() : engineFault;
-    reportFailure(a, fault, engineIid);
-    if (fault.phase() == Phase.PREFILL) {
+    if (whole == null && !relearned && a.producer != null && !a.decodeOutput && !client.committed()
+        && FactsRelearner.signsARestart(fault)) {
+      relearned = true;
+      ctx.vertx().eventBus().<Boolean>request(FactsRelearner.RELEARN, new JsonObject().put("iid", a.producer.iid()))
+          .onComplete(changed -> {
+            restarted = changed.succeeded() && Boolean.TRUE.equals(changed.result().body());
+            attemptFailed(a, err);
+          });
+      return;
+    }
+    boolean relearn = restarted;
+    restarted = false;
+    if (!relearn) {
+      reportFailure(a, fault, engineIid);
+    }
+    if (relearn) {
+      // the producer restarted in place: its facts are re-read before the request is tried again, no fault counted
+    } else if (fault.phase() == Phase.PREFILL) {
       excluded.add(a.producer.iid());
     } else if (!a.decodeOutput && fault.kind() != FaultKind.HANDOFF_EXPIRED) {
-      if (a.producer != null) excluded.add(a.producer.iid());
+      if (a.producer != null && (whole != null || !engineStopping(fault))) excluded.add(a.producer.iid());
       if (a.consumer != null) excluded.add(a.consumer.iid());
     }
-    boolean transientFault = fault.isTransient() && !a.decodeOutput;
+    boolean transientFault = relearn || fault.isTransient() && !a.decodeOutput;
     long backoffMs = RetryDecision.backoffMs(ctx.jitter().getAsDouble(), a.number, cfg.serving().retryBaseMs(), cfg.serving().retryCapMs());
-    int maxAttempts = whole == null ? cfg.serving().maxAttempts() : whole.maxAttempts(cfg.serving().maxAttempts());
+    if (whole == null && transientFault && !client.committed() && engineStopping(fault) && stoppingRetries < STOPPING_RETRIES) {
+      stoppingRetries++;
+    }
+    int maxAttempts = stoppingRetries + (relearn ? 1 : 0) + configuredMaxAttempts();
     RetryReason retryReason = RetryDecision.decide(new RetryDecision.Facts(dispatched, client.committed(), a.number,
         maxAttempts, transientFault, backoffMs, remainingMs(), ctx.retryBudget().available()));
     boolean retry = retryReason == RetryReason.ALLOWED;
@@ -513,6 +557,10 @@ final class RequestLifecycle implements Admission.Cuttable {
     trace.attemptFailed(fault, retryReason.wireName());
     if (retry) {
       retried = new Retried(a, fault, entry);
+      if (relearn) {
+        runAttempt();
+        return;
+      }
       backoffTimer = ctx.vertx().setTimer(Math.max(1, backoffMs), t -> {
         backoffTimer = -1;
         if (!done) runAttempt();
@@ -554,6 +602,23 @@ final class RequestLifecycle implements Admission.Cuttable {
     retried.entry().put("retry_reason", RetryReason.SHARED_BUDGET.wireName()).put("backoff_s", (Object) null);
     ctx.metrics().retryDenied();
     fail(retried.attempt(), retried.fault());
+  }
+
+  /**
+   * The attempt added past {@code serving.max_attempts} because an engine was stopping found no other engine: the
+   * request ends with the fault of the stopping engine, as it would have without that attempt.
+   */
+  private void noOtherEngine(Attempt extra) {
+    release(extra.producer);
+    release(extra.consumer);
+    attempt = retried.attempt().number;
+    current = retried.attempt();
+    retried.entry().put("retry_reason", RetryReason.ATTEMPT_LIMIT.wireName()).put("backoff_s", (Object) null);
+    fail(retried.attempt(), retried.fault());
+  }
+
+  private int configuredMaxAttempts() {
+    return whole == null ? cfg.serving().maxAttempts() : whole.maxAttempts(cfg.serving().maxAttempts());
   }
 
   /** Ends the request with an engine fault of attempt {@code a}: no attempt follows. */

@@ -100,6 +100,8 @@ public final class RouterVerticle extends VerticleBase {
       });
       relearner = new FactsRelearner(vertx, config, facts, env);
       vertx.eventBus().<JsonObject>localConsumer(Addresses.PLACEMENT_LISTED, msg -> relearner.listed(msg.body()));
+      vertx.eventBus().<JsonObject>localConsumer(FactsRelearner.RELEARN, msg -> relearner.relearn(msg.body().getString("iid"))
+          .onComplete(changed -> msg.reply(changed.succeeded() && changed.result())));
       vertx.eventBus().<Object>consumer(Addresses.FLEET_CHANGED, msg -> {
         narwhal.common.bus.EngineStateEvent event = narwhal.common.bus.EngineStateEvent.fromJson(
             narwhal.common.bus.ClusterSeal.of(vertx).open(Addresses.FLEET_CHANGED, msg.body()));

@@ -143,7 +143,8 @@ final class SimCommand implements Callable<Integer> {
     fleet.engines().forEach(e -> System.out.printf("%-6s %-8s %-28s %s:%d%n", e.options().getName(), e.options().getRole(),
         e.url(), host, e.sideChannelPort()));
     System.out.println("simulated fleet ready; Ctrl-C stops it");
-    Blocking.parkUntilInterrupted(() -> Blocking.await(fleet.close().eventually(vertx::close)));
+    // SIGTERM stops the engines as vLLM's does: no new connection, running requests finish (30 s at most)
+    Blocking.parkUntilInterrupted(() -> Blocking.await(fleet.shutDown(30_000).eventually(fleet::close).eventually(vertx::close)));
     return 0;
   }
 }
