@@ -52,6 +52,9 @@ final class BreakerBook {
   private int clusterEjectAfter;
   private int clusterLivenessMisses;
 
+  /** Causes of an ejection that are an operator's decision, which a re-pointed engine's passed checks do not end. */
+  private static final java.util.Set<String> OPERATOR_CAUSES = java.util.Set.of("admin", "undrain");
+
   public BreakerBook(List<EngineConfig> engines, RecoveryConfig recovery, boolean contractPinned, LongSupplier clockMs) {
     this(engines, recovery, contractPinned, clockMs, "");
   }
@@ -76,6 +79,17 @@ final class BreakerBook {
    * readmission round, asked for here), not at the next round, so each serves as soon as its checks pass.
    */
   public List<BreakerAction> reconfigure(List<EngineConfig> list, RecoveryConfig recovery, boolean contractPinned) {
+    return reconfigure(list, recovery, contractPinned, java.util.Set.of());
+  }
+
+  /**
+   * As {@link #reconfigure(List, RecoveryConfig, boolean)}, but a changed engine named in {@code checked} passed its
+   * readmission checks at its new address before the change was applied (make before break,
+   * docs/operations.md#replacing-and-scaling-engines): it keeps serving without a gap; one ejected by faults of its old
+   * address serves again ("repointed"); an operator's drain, ejection or quarantine stays.
+   */
+  public List<BreakerAction> reconfigure(List<EngineConfig> list, RecoveryConfig recovery, boolean contractPinned,
+                                         java.util.Set<String> checked) {
     this.recovery = recovery;
     this.contractPinned = contractPinned;
     List<String> added = list.stream().map(EngineConfig::iid).filter(iid -> !engines.containsKey(iid)).toList();
@@ -90,7 +104,11 @@ final class BreakerBook {
       r.probeProducer = null;
       r.probeDueMs = 0;
       r.backoff = 0;
-      move(r, EngineState.EJECTED, "changed", actions);
+      if (!checked.contains(iid)) {
+        move(r, EngineState.EJECTED, "changed", actions);
+      } else if (r.state == EngineState.EJECTED && !OPERATOR_CAUSES.contains(r.cause) || r.state == EngineState.HELD) {
+        move(r, EngineState.SERVING, "repointed", actions);
+      }
     }
     if (!fleetHold) {
       for (String iid : added) readmissionProbe(engines.get(iid), actions);

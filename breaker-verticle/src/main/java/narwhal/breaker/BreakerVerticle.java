@@ -35,6 +35,8 @@ public final class BreakerVerticle extends VerticleBase {
   private final String origin = "breaker-" + UUID.randomUUID().toString().substring(0, 8);
   private BreakerBook book;
   private Prober prober;
+  /** Engines whose new address passed its checks, for the reload that applies it. */
+  private final java.util.Set<String> repointed = new java.util.HashSet<>();
   private SharedStateGuard guard;
   private ClusterSync sync;
   private ProbeScheduler probes;
@@ -99,11 +101,19 @@ public final class BreakerVerticle extends VerticleBase {
         vertx.eventBus().<JsonObject>consumer(Addresses.ADMIN, admin::handle),
         vertx.eventBus().<JsonObject>consumer(ReplicaRoster.adminAddress(origin), admin::handle),
         vertx.eventBus().<JsonObject>consumer(ReplicaRoster.viewAddress(origin), msg -> msg.reply(state())),
+        vertx.eventBus().<JsonObject>localConsumer(Addresses.CANDIDATE_CHECK, msg -> probes.candidate(
+            EngineConfig.fromJson(msg.body())).onComplete(ar -> msg.reply(ar.succeeded()
+                ? new JsonObject().put("passed", ar.result().passed()).put("why", ar.result().detail())
+                : new JsonObject().put("passed", false).put("why", String.valueOf(ar.cause().getMessage()))))),
+        vertx.eventBus().<JsonObject>localConsumer(Addresses.ENGINES_REPOINTED, msg ->
+            msg.body().getJsonArray("iids").forEach(iid -> repointed.add((String) iid))),
         vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> {
           NarwhalConfig reloaded = config.get();
           metrics.retain(reloaded.engines().stream().map(EngineConfig::iid).toList());
           reloaded.engines().forEach(e -> metrics.track(e.iid()));
-          intake.step(() -> book.reconfigure(reloaded.engines(), reloaded.recovery(), reloaded.engineContract() != null));
+          java.util.Set<String> checked = java.util.Set.copyOf(repointed);
+          repointed.clear();
+          intake.step(() -> book.reconfigure(reloaded.engines(), reloaded.recovery(), reloaded.engineContract() != null, checked));
           arm(reloaded);
           roster.refresh("reload");
         }));

@@ -147,6 +147,14 @@ final class ProbeScheduler {
     }
   }
 
+  /**
+   * The readmission checks of an engine at an address the fleet does not route to yet (a reload re-pointing it):
+   * what must pass before the router swaps it in.
+   */
+  Future<ProbeResult> candidate(EngineConfig engine) {
+    return prober.lifecycle(engine, this::serving, false);
+  }
+
   /** Validates every engine of the fleet together (a wave restart); the engines that failed, with why. */
   Future<List<String>> validateFleet() {
     List<EngineConfig> fleet = book.engines();

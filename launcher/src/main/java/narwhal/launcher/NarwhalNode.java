@@ -220,7 +220,8 @@ public final class NarwhalNode {
         refused -> vertx.eventBus().publish(Addresses.CONFIG_REFUSED,
             new JsonObject().put("key", refused.key()).put("message", refused.getMessage()), LOCAL))
         .onUnreadable(why -> vertx.eventBus().publish(Addresses.CONFIG_REFUSED,
-            new JsonObject().put("unreadable", true).put("message", why), LOCAL));
+            new JsonObject().put("unreadable", true).put("message", why), LOCAL))
+        .staging(new RepointedEngines(vertx, config));
     return vertx.eventBus().<Object>consumer(Addresses.CONFIG_RELOAD, msg -> {
       JsonObject body = narwhal.common.bus.ClusterSeal.of(vertx).open(Addresses.CONFIG_RELOAD, msg.body());
       // sealed with the time it was sent: a replayed one is refused once older than the tolerated clock skew

@@ -59,6 +59,16 @@ public final class Addresses {
   public static final String JOURNAL_EVENT = "narwhal.journal.event";
   /** Local publish: the fleet file was reloaded; the body is the new configuration's JSON. */
   public static final String CONFIG_CHANGED = "narwhal.config.changed";
+  /**
+   * Local request: run the readmission checks on an engine at the address a reload gives it, before the router uses
+   * it (the body is the candidate's {@code EngineConfig} JSON); the reply is {@code {"passed", "why"}}.
+   */
+  public static final String CANDIDATE_CHECK = "narwhal.breaker.candidate-check";
+  /**
+   * Local publish, just before the {@link #CONFIG_CHANGED} that applies it: the iids ({@code {"iids": [...]}}) whose new
+   * address passed {@link #CANDIDATE_CHECK}, so the breaker keeps them serving across the change.
+   */
+  public static final String ENGINES_REPOINTED = "narwhal.fleet.repointed";
   /** Local publish: a changed fleet file was refused; {@code {"key", "message"}}. */
   public static final String CONFIG_REFUSED = "narwhal.config.refused";
   /** Cluster publish: every replica re-reads its fleet file now (the {@code reload-config} admin command). */

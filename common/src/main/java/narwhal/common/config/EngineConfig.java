@@ -53,6 +53,11 @@ public record EngineConfig(String iid, String url, Role role, String attestation
         r.get(MODEL));
   }
 
+  /** An engine from its {@link #toJson()} (as written in the fleet file's {@code engines}); refused naming the key. */
+  public static EngineConfig fromJson(JsonObject json) {
+    return read(SectionReader.of(json, "engine", SECTION));
+  }
+
   /** The URL's host, without the brackets of an IPv6 literal. */
   public String host() {
     String host = URI.create(url).getHost();

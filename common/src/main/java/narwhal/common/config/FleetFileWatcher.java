@@ -37,6 +37,7 @@ public final class FleetFileWatcher {
   private String unsettled;
   private boolean unreadable;
   private Consumer<String> onUnreadable = why -> { };
+  private java.util.function.BinaryOperator<NarwhalConfig> staging = (previous, next) -> next;
   private long timer = -1;
   private boolean reading;
 
@@ -74,6 +75,15 @@ public final class FleetFileWatcher {
   /** What to run when the file becomes unreadable (missing, no permission): once per such spell, with why. */
   public FleetFileWatcher onUnreadable(Consumer<String> handler) {
     this.onUnreadable = handler;
+    return this;
+  }
+
+  /**
+   * What a valid text becomes before it is applied: {@code staging(previous, parsed)} returns the configuration to
+   * apply now (the make-before-break of re-pointed engines keeps their old address until the new one passes its checks).
+   */
+  public FleetFileWatcher staging(java.util.function.BinaryOperator<NarwhalConfig> staging) {
+    this.staging = staging;
     return this;
   }
 
@@ -127,7 +137,12 @@ public final class FleetFileWatcher {
     }
     unsettled = null;
     lastText = text;
-    NarwhalConfig previous = current.getAndSet(next);
+    NarwhalConfig previous;
+    synchronized (current) {
+      previous = current.get();
+      next = staging.apply(previous, next);
+      current.set(next);
+    }
     LOG.info(() -> "fleet file " + path + " applied");
     onApplied.accept(previous, next);
     return true;

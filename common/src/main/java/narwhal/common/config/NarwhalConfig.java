@@ -99,6 +99,12 @@ public record NarwhalConfig(
     return fromJson((JsonObject) value);
   }
 
+  /** This configuration with {@code engines} in place of its own (the make-before-break of re-pointed engines). */
+  public NarwhalConfig withEngines(List<EngineConfig> engines) {
+    return new NarwhalConfig(model, engines, engineContract, server, serving, engine, recovery, cluster, admin, journal,
+        metrics, sim, placement, telemetry);
+  }
+
   public static NarwhalConfig fromJson(JsonObject json) {
     Objects.requireNonNull(json, "json");
     SectionReader r = SectionReader.of(json, "", FILE);

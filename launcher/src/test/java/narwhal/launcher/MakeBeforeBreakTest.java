@@ -1,0 +1,197 @@
+package narwhal.launcher;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import narwhal.common.config.NarwhalConfig;
+import narwhal.sim.SimEngine;
+import narwhal.sim.SimEngineOptions;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
+import java.util.stream.IntStream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Make before break (issue 41, item 3): a reload that re-points the only decode engine to an address where nothing
+ * answers yet keeps the old address serving; when an engine comes up there, it is swapped in after its checks pass,
+ * and no client request fails at any point. A removed engine gets no new leg and its running stream finishes.
+ */
+@Timeout(90)
+class MakeBeforeBreakTest {
+  private static final int CLIENTS = 3;
+
+  private final Vertx client = Vertx.vertx();
+  private final HttpClientAgent http = client.createHttpClient();
+  private final Map<String, SimEngine> sims = new LinkedHashMap<>();
+  private final List<Integer> statuses = new CopyOnWriteArrayList<>();
+  private NarwhalNode node;
+  private Path fleetFile;
+
+  @AfterEach
+  void close() {
+    if (node != null) ClusterHarness.await(node.close());
+    sims.values().forEach(s -> ClusterHarness.await(s.close()));
+    ClusterHarness.await(client.close());
+  }
+
+  private SimEngine sim(String name, String role, int port, int itlMs) {
+    SimEngine sim = ClusterHarness.await(SimEngine.start(client, new SimEngineOptions().setName(name).setRole(role).setPort(port)
+        .setSideChannelPort(0).setItlMs(itlMs)));
+    sims.put(name, sim);
+    return sim;
+  }
+
+  private JsonObject fleet(Map<String, String> urls) {
+    JsonArray engines = new JsonArray();
+    urls.forEach((iid, url) -> engines.add(new JsonObject().put("iid", iid).put("url", url)
+        .put("role", iid.startsWith("P") ? "prefill" : "decode")));
+    return new JsonObject().put("model", ClusterHarness.MODEL).put("engines", engines)
+        .put("server", new JsonObject().put("host", "127.0.0.1").put("port", 0))
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 2).put("liveness_every", 100_000))
+        .put("journal", new JsonObject().put("path", fleetFile.resolveSibling("journal.jsonl").toString()));
+  }
+
+  private void startRouter(Map<String, String> urls) throws Exception {
+    fleetFile = Files.createTempDirectory("narwhal-mbb").resolve("fleet.json");
+    Files.writeString(fleetFile, fleet(urls).encodePrettily());
+    node = ClusterHarness.await(NarwhalNode.start(NarwhalConfig.parse(Files.readString(fleetFile)),
+        NarwhalNode.PreflightMode.STRICT, line -> { }, ClusterHarness.ENV));
+    ClusterHarness.await(node.watch(fleetFile));
+  }
+
+  private Future<Integer> completion(boolean stream) {
+    return completion(stream, 6);
+  }
+
+  private Future<Integer> completion(boolean stream, int maxTokens) {
+    JsonObject body = new JsonObject().put("model", ClusterHarness.MODEL).put("prompt", "The narwhal moves").put("max_tokens", maxTokens)
+        .put("ignore_eos", true)
+        .put("stream", stream);
+    RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setHost("127.0.0.1").setPort(node.port())
+        .setURI("/v1/completions").putHeader("content-type", "application/json");
+    return http.request(options).compose(req -> req.send(body.toBuffer()))
+        .compose(resp -> resp.body().map(b -> resp.statusCode() != 200 ? resp.statusCode()
+            : stream && (!b.toString().contains("[DONE]") || b.toString().contains("\"error\"")) ? 599 : 200))
+        .otherwise(599);
+  }
+
+  /** One client sending requests one after the other until {@code stop}; every status recorded. */
+  private Future<Void> loop(AtomicBoolean stop, int n) {
+    if (stop.get()) return Future.succeededFuture();
+    return completion(n % 2 == 0).compose(status -> {
+      statuses.add(status);
+      return loop(stop, n + 1);
+    });
+  }
+
+  private Future<Void> load(AtomicBoolean stop) {
+    return Future.<Void>future(done -> client.getOrCreateContext().runOnContext(v ->
+        Future.all(IntStream.range(0, CLIENTS).mapToObj(i -> loop(stop, i)).toList()).<Void>mapEmpty().onComplete(done)));
+  }
+
+  private void await(BooleanSupplier condition, String what) {
+    for (int i = 0; i < 2_000; i++) {
+      if (condition.getAsBoolean()) return;
+      ClusterHarness.await(Future.<Void>future(p -> client.setTimer(20, t -> p.complete())));
+    }
+    throw new AssertionError("never: " + what);
+  }
+
+  private static long clientDecodes(SimEngine sim) {
+    return sim.requests().stream().filter(r -> "decode".equals(r.getString("phase"))
+        && !r.getString("request_id", "").startsWith("probe-") && !r.getString("request_id", "").startsWith("preflight-")).count();
+  }
+
+  private static int freePort() throws Exception {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+
+  @Test
+  void theOnlyDecodeEngineRepointedKeepsServingUntilItsNewAddressPassesItsChecks() throws Exception {
+    sim("P0", "prefill", 0, 0);
+    SimEngine old = sim("D0", "decode", 0, 0);
+    startRouter(Map.of("P0", sims.get("P0").url(), "D0", old.url()));
+    AtomicBoolean stop = new AtomicBoolean();
+    Future<Void> running = load(stop);
+    await(() -> statuses.size() >= 10, "the load runs");
+
+    int newPort = freePort();
+    Files.writeString(fleetFile, fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + newPort)).encodePrettily());
+    await(() -> reloadsApplied() >= 1, "the re-pointing reload applied");
+    int atReload = statuses.size();
+    long oldBefore = clientDecodes(old);
+    await(() -> statuses.size() >= atReload + 30, "requests after the reload");
+    assertTrue(clientDecodes(old) > oldBefore, "nothing answers at the new address: the old one keeps serving");
+
+    SimEngine moved = sim("D0-new", "decode", newPort, 0);
+    await(() -> clientDecodes(moved) >= 5, "the engine at the new address serves once its checks pass");
+    long oldAfterSwap = clientDecodes(old);
+    int atSwap = statuses.size();
+    await(() -> statuses.size() >= atSwap + 20, "requests after the swap");
+    stop.set(true);
+    ClusterHarness.await(running);
+
+    assertTrue(clientDecodes(old) <= oldAfterSwap + CLIENTS, "after the swap the old address gets no new leg");
+    assertEquals(List.of(), statuses.stream().filter(s -> s != 200).toList(), "no request failed: " + statuses.size() + " sent");
+    String journal = Files.readString(fleetFile.resolveSibling("journal.jsonl"));
+    assertTrue(!journal.contains("\"cause\":\"changed\""), "D0 was never ejected for the change");
+  }
+
+  @Test
+  void aRemovedEngineGetsNoNewLegAndItsRunningStreamFinishes() throws Exception {
+    sim("P0", "prefill", 0, 0);
+    sim("D0", "decode", 0, 0);
+    SimEngine removed = sim("D1", "decode", 0, 200);
+    Map<String, String> urls = new LinkedHashMap<>();
+    urls.put("P0", sims.get("P0").url());
+    urls.put("D1", removed.url());
+    startRouter(urls);
+    List<Future<Integer>> streams = new CopyOnWriteArrayList<>();
+    client.runOnContext(v -> streams.add(completion(true, 30)));
+    await(() -> clientDecodes(removed) == 1, "a slow stream runs on D1");
+
+    urls.put("D0", sims.get("D0").url());
+    Files.writeString(fleetFile, fleet(urls).encodePrettily());
+    await(() -> reloadsApplied() >= 1 && "serving".equals(state("D0")), "D0 added and checked");
+    urls.remove("D1");
+    Files.writeString(fleetFile, fleet(urls).encodePrettily());
+    await(() -> reloadsApplied() >= 2, "D1's removal applied");
+    assertTrue(!streams.get(0).isComplete(), "the stream still runs when D1 is removed: " + streams.get(0).result());
+    for (int i = 0; i < 10; i++) assertEquals(200, ClusterHarness.await(completion(i % 2 == 0, 6)));
+    assertEquals(1, clientDecodes(removed), "no new leg reaches the removed engine: " + removed.requests().stream()
+        .map(r -> r.getString("request_id") + "/" + r.getString("phase")).toList());
+    assertEquals(200, ClusterHarness.await(streams.get(0)), "its running stream finished");
+  }
+
+  private double reloadsApplied() {
+    return node.registry().find("narwhal.config.reloads").tag("outcome", "applied").counters().stream()
+        .mapToDouble(io.micrometer.core.instrument.Counter::count).sum();
+  }
+
+  private String state(String iid) {
+    JsonObject state = ClusterHarness.await(Future.<JsonObject>future(p -> client.runOnContext(v -> http.request(HttpMethod.GET,
+        node.port(), "127.0.0.1", "/narwhal/state").compose(req -> req.send()).compose(resp -> resp.body())
+        .map(b -> b.toJsonObject()).onComplete(p))));
+    return state.getJsonArray("engines").stream().map(JsonObject.class::cast).filter(e -> iid.equals(e.getString("iid")))
+        .map(e -> e.getString("state")).findFirst().orElse("absent");
+  }
+}
