@@ -64,7 +64,8 @@ final class HealthListener {
     } else if (request.method() != HttpMethod.GET) {
       request.response().setStatusCode(405).putHeader("allow", "GET").end();
     } else if (path.equals("/ready")) {
-      answer.ready(request.response());
+      String models = request.getParam("models");
+      if (!ReadinessAnswer.refusedScope(models, request.response())) answer.ready(request.response(), models != null);
     } else {
       ReadinessAnswer.health(request.response());
     }

@@ -102,7 +102,10 @@ final class RouterInstance extends VerticleBase {
         .handler(WholeHandler.stored(ctx, replica.responseOwners(), true));
     router.get("/v1/models").handler(new ModelsRoute(ctx.controlBus()));
     router.get("/health").handler(rc -> ReadinessAnswer.health(rc.response()));
-    router.get("/ready").handler(rc -> replica.readiness().ready(rc.response()));
+    router.get("/ready").handler(rc -> {
+      String models = rc.request().getParam("models");
+      if (!ReadinessAnswer.refusedScope(models, rc.response())) replica.readiness().ready(rc.response(), models != null);
+    });
     OpsTokenGuard opsToken = new OpsTokenGuard(replica.access());
     router.get("/metrics").handler(opsToken).handler(new MetricsRoute(replica.registry()));
     router.get("/narwhal/state").handler(opsToken).handler(new StateRoute(replica, ctx.controlBus(), vertx));

@@ -63,6 +63,7 @@ class SeveralModelsTest {
 
   @Test
   void eachRequestLandsOnlyOnEnginesOfTheModelItNamesBothLegs() {
+    assertEquals(200, h.get("/ready?models=all").status(), "every phase of every model has a serving engine");
     for (int i = 0; i < 6; i++) {
       for (String model : List.of(RouterHarness.MODEL, MODEL_B, ADAPTER)) {
         RouterHarness.Reply reply = h.post("/v1/completions", completion(model, i % 2 == 0));
@@ -124,6 +125,12 @@ class SeveralModelsTest {
     assertTrue(h.engine("PB0").requests().isEmpty(), "no prefill of model B ran");
     assertEquals(200, h.post("/v1/completions", completion(RouterHarness.MODEL, true)).status(), "model A keeps serving");
     assertEquals(200, h.get("/ready").status(), "the router stays ready while one of its models serves");
+    RouterHarness.Reply everyModel = h.get("/ready?models=all");
+    assertEquals(503, everyModel.status(), "the start gate asks every model: " + everyModel.body());
+    assertEquals("no serving engine can take the decode phase of model " + MODEL_B, everyModel.json().getString("reason"));
+    RouterHarness.Reply odd = h.get("/ready?models=some");
+    assertEquals(400, odd.status());
+    assertTrue(odd.json().getString("reason").startsWith("query parameter models: expected \"all\""), odd.body());
     JsonObject models = h.get("/narwhal/state").json().getJsonObject("models");
     assertEquals(true, models.getJsonObject(RouterHarness.MODEL).getBoolean("ready"));
     assertFalse(models.getJsonObject(MODEL_B).getBoolean("ready"));
