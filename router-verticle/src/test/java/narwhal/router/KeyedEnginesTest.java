@@ -125,7 +125,10 @@ class KeyedEnginesTest {
       PreflightReport report = RouterHarness.await(new Preflight(h.vertx, NarwhalConfig.fromJson(unset), new EngineFacts(),
           RouterHarness.ENV).run(rows::add));
       assertFalse(report.passed(), report.table());
-      assertEquals(report.checks(), rows, "each row was reported as it completed");
+      assertEquals(new java.util.HashSet<>(report.checks()), new java.util.HashSet<>(rows), "each row was reported as it completed");
+      assertEquals(report.checks().size(), rows.size());
+      assertEquals(List.of("fleet", "P0", "P0", "P0", "D0", "D0", "D0", "P0→D0"),
+          report.checks().stream().map(PreflightReport.Check::target).toList(), "the report keeps the fleet's order");
       assertTrue(report.checks().stream().noneMatch(c -> c.detail() == null || c.detail().isBlank()), report.table());
       assertTrue(report.checks().contains(new PreflightReport.Check("fleet", "engine key", false,
           "engine.engine_api_key_env names NARWHAL_TEST_UNSET_KEY, which is not set (or empty) in the environment: "
