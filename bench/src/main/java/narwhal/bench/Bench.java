@@ -5,6 +5,7 @@ import narwhal.bench.report.BenchReport;
 import narwhal.bench.report.Verdict;
 import narwhal.bench.scenario.ChaosScenario;
 import narwhal.bench.scenario.BatchCostScenario;
+import narwhal.bench.scenario.EngineChurnScenario;
 import narwhal.bench.scenario.ConcurrencyScenario;
 import narwhal.bench.scenario.FuzzEdgeScenario;
 import narwhal.bench.scenario.OverheadScenario;
@@ -41,6 +42,7 @@ public final class Bench {
     register(new PlacementScenario());
     register(new ChaosScenario());
     register(new BatchCostScenario());
+    register(new EngineChurnScenario());
   }
 
   private Bench() {
