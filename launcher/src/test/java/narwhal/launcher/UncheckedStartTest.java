@@ -84,6 +84,10 @@ class UncheckedStartTest {
       if (event != null && "D0".equals(event.iid()) && event.state() == EngineState.SERVING) serving.tryComplete();
     }).completion().onSuccess(v -> decode.resumeListening());
     ClusterHarness.await(serving.future());
+    // placement hears the same change on its own consumer: ready once it has
+    for (int i = 0; i < 200 && status(HttpMethod.GET, "/ready", null) != 200; i++) {
+      ClusterHarness.await(io.vertx.core.Future.<Void>future(p -> client.setTimer(10, t -> p.complete())));
+    }
     assertEquals(200, complete(), "D0 up and checked: served");
   }
 }
