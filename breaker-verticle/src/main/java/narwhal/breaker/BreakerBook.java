@@ -203,7 +203,7 @@ final class BreakerBook {
       if ("engine_rejected".equals(o.reason())) r.reset(FailureClass.CONNECTION, actions);
       return actions;
     }
-    int streak = r.setStreak(o.failureClass(), Math.max(1, clusterStreak), actions);
+    int streak = r.failed(o.failureClass(), clusterStreak, actions);
     if (o.failureClass() == FailureClass.STREAM && o.producerIid() != null) r.probeProducer = o.producerIid();
     if (r.state != EngineState.SERVING) return actions;
     if (streak >= ejectAfter() || o.failureClass() == FailureClass.MODEL) {
@@ -291,7 +291,7 @@ final class BreakerBook {
     if (r == null || r.state != EngineState.SERVING) return actions;
     if (healthy) {
       r.reset(FailureClass.LIVENESS, actions);
-    } else if (r.setStreak(FailureClass.LIVENESS, Math.max(1, clusterMisses), actions) >= livenessMisses()) {
+    } else if (r.failed(FailureClass.LIVENESS, clusterMisses, actions) >= livenessMisses()) {
       r.reset(FailureClass.LIVENESS, actions);
       eject(r, FailureClass.LIVENESS.wireName(), actions);
     }
@@ -513,8 +513,22 @@ final class BreakerBook {
 
   /** Takes over a cluster-wide streak value (another replica counted a failure or reset the class). */
   public void applyStreak(String iid, FailureClass c, int streak) {
+    applyStreak(iid, c, streak, false);
+  }
+
+  /**
+   * Takes over a streak another replica counted; {@code heard}: from its authenticated message, so that a reset (a
+   * success it saw) also ends the failures this replica counted itself. A streak read from the shared counter, which
+   * any cluster member can write, never lowers those.
+   */
+  public void applyStreak(String iid, FailureClass c, int streak, boolean heard) {
     EngineRecord r = engines.get(iid);
-    if (r != null) r.streaks.put(c, Math.max(0, streak));
+    if (r == null) return;
+    r.streaks.put(c, Math.max(Math.max(0, streak), r.own.get(c)));
+    if (heard && streak <= 0) {
+      r.own.put(c, 0);
+      r.streaks.put(c, 0);
+    }
   }
 
   /** The state of an engine with its version, as other replicas take it over; empty for an unknown engine. */

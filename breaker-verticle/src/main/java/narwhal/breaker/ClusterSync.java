@@ -236,7 +236,7 @@ final class ClusterSync {
   private void streakChanged(JsonObject json) {
     if (origin.equals(json.getString("origin")) || !(json.getValue("streak") instanceof Number streak)) return;
     try {
-      book.applyStreak(json.getString("iid"), FailureClass.parse(json.getString("class")), streak.intValue());
+      book.applyStreak(json.getString("iid"), FailureClass.parse(json.getString("class")), streak.intValue(), true);
     } catch (RuntimeException malformed) {
       LOG.fine(() -> "ignored streak event " + json.encode());
     }

@@ -20,6 +20,11 @@ final class EngineRecord {
   EngineState state = EngineState.SERVING;
   String cause;
   final Map<FailureClass, Integer> streaks = new EnumMap<>(FailureClass.class);
+  /**
+   * Consecutive failures of each class this replica saw itself: a streak never counts less (docs/operations.md#threat-model),
+   * so a shared counter reset by a member without the secret cannot keep a failing engine serving.
+   */
+  final Map<FailureClass, Integer> own = new EnumMap<>(FailureClass.class);
   long quarantineUntilMs;
   String probeProducer;
   String probeCause;
@@ -38,14 +43,24 @@ final class EngineRecord {
 
   EngineRecord(EngineConfig engine) {
     this.engine = engine;
-    for (FailureClass c : FailureClass.values()) streaks.put(c, 0);
+    for (FailureClass c : FailureClass.values()) {
+      streaks.put(c, 0);
+      own.put(c, 0);
+    }
   }
 
   /** Sets a streak; a change is an action, so that it becomes cluster state. */
   int setStreak(FailureClass c, int streak, List<BreakerAction> actions) {
+    if (streak == 0) own.put(c, 0);
     Integer was = streaks.put(c, streak);
     if (was == null || was != streak) actions.add(new BreakerAction.StreakChanged(engine.iid(), c, streak));
     return streak;
+  }
+
+  /** One more failure of class {@code c}: the streak is the cluster's count, or this replica's own when that is more. */
+  int failed(FailureClass c, int clusterStreak, List<BreakerAction> actions) {
+    int mine = own.merge(c, 1, Integer::sum);
+    return setStreak(c, Math.max(Math.max(1, clusterStreak), mine), actions);
   }
 
   void reset(FailureClass c, List<BreakerAction> actions) {

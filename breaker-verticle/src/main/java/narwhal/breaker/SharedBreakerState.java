@@ -195,12 +195,26 @@ final class SharedBreakerState {
 
   /** When a replica last checked an engine's liveness (epoch ms), 0 if never or unknown. */
   Future<Long> lastLivenessCheck(String iid) {
-    return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.get(iid)))
-        .map(at -> at == null || ClockBound.ahead(at, wallClockMs.getAsLong()) ? 0L : at);
+    return guard.run(() -> this.<Object>map(LIVENESS_MAP).compose(m -> m.get(iid))).map(value -> {
+      long at = livenessStamp(iid, value);
+      return ClockBound.ahead(at, wallClockMs.getAsLong()) ? 0L : at;
+    });
+  }
+
+  /**
+   * A liveness stamp as written: sealed text {@code {"at_ms"}}; a bare number (a replica of an older build) only
+   * while no cluster secret is set. Anything else, or a seal that does not verify, is no stamp: the sweep runs.
+   */
+  private long livenessStamp(String iid, Object value) {
+    if (value instanceof Number n) return seal.enabled() ? 0L : n.longValue();
+    if (!(value instanceof String text)) return 0L;
+    JsonObject opened = seal.openText(LIVENESS_MAP, iid, text);
+    return opened != null && opened.getValue("at_ms") instanceof Number n ? n.longValue() : 0L;
   }
 
   Future<Void> livenessChecked(String iid, long atMs) {
-    return guard.run(() -> this.<Long>map(LIVENESS_MAP).compose(m -> m.put(iid, atMs)));
+    return guard.run(() -> this.<String>map(LIVENESS_MAP).compose(m -> m.put(iid,
+        seal.seal(LIVENESS_MAP, iid, new JsonObject().put("at_ms", atMs)).encode())));
   }
 
   /** Writes this replica's roster entry, gone after {@code ttlMs} unless written again. */

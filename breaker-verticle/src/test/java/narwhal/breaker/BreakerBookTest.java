@@ -366,6 +366,28 @@ class BreakerBookTest {
   }
 
   @Test
+  void aSharedCounterResetByAnotherMemberNeverLowersTheFailuresThisReplicaSawItself() {
+    BreakerBook b = replica("a", "{\"eject_after\": 3, \"liveness_misses\": 2}");
+    // the shared counter is reset before each failure, by a member without the secret: it always answers 1
+    assertTrue(decided(b.record(failure("D0", Phase.DECODE, FailureClass.CONNECTION), 1)).isEmpty());
+    b.applyStreak("D0", FailureClass.CONNECTION, 0);
+    assertEquals(1, b.streak("D0", FailureClass.CONNECTION), "a counter read as 0 does not undo a failure seen here");
+    assertTrue(decided(b.record(failure("D0", Phase.DECODE, FailureClass.CONNECTION), 1)).isEmpty());
+    assertEquals(List.of(new BreakerAction.StateChange("D0", EngineState.SERVING, EngineState.EJECTED, "connection")),
+        decided(b.record(failure("D0", Phase.DECODE, FailureClass.CONNECTION), 1)), "its third failure seen here ejects");
+    assertTrue(decided(b.liveness("P0", false, 1)).isEmpty());
+    assertEquals(List.of(new BreakerAction.StateChange("P0", EngineState.SERVING, EngineState.EJECTED, "liveness")),
+        decided(b.liveness("P0", false, 1)), "so does its second liveness miss");
+
+    BreakerBook c = replica("c", "{\"eject_after\": 3}");
+    c.record(failure("D1", Phase.DECODE, FailureClass.CONNECTION), 1);
+    c.record(failure("D1", Phase.DECODE, FailureClass.CONNECTION), 2);
+    c.applyStreak("D1", FailureClass.CONNECTION, 0, true);
+    assertTrue(decided(c.record(failure("D1", Phase.DECODE, FailureClass.CONNECTION), 1)).isEmpty(),
+        "a success another replica saw (its authenticated reset) ends the streak");
+  }
+
+  @Test
   void aFailureCountsAtTheClusterWideStreakTheCallerCounted() {
     BreakerBook b = replica("a", "{\"eject_after\": 3}");
     assertTrue(decided(b.record(failure("D0", Phase.DECODE, FailureClass.CONNECTION), 2)).isEmpty());

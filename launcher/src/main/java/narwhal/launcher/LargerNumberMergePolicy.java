@@ -7,8 +7,8 @@ import com.hazelcast.spi.merge.SplitBrainMergePolicy;
 
 /**
  * How maps of numbers heal after a split brain (docs/operations.md#partitions): of the two sides' entries for a key
- * the larger number stays. For {@code narwhal.liveness} (epoch ms of an engine's last liveness check) that is the
- * latest check; for the breaker's failure streaks (Vert.x counters, map {@code __vertx.map.counter}) the longer streak,
+ * the larger number stays. For {@code narwhal.liveness} (an engine's last liveness check: sealed text whose
+ * {@code at_ms} is compared) that is the latest check; for the breaker's failure streaks (Vert.x counters, map {@code __vertx.map.counter}) the longer streak,
  * so failures either side counted are not forgotten (a success resets the streak cluster-wide). An entry that is not
  * a number loses to one that is; of two that are not, the surviving side's stays.
  */
@@ -17,9 +17,22 @@ public final class LargerNumberMergePolicy implements SplitBrainMergePolicy<Obje
   public Object merge(MergingValue<Object> merging, MergingValue<Object> existing) {
     if (existing == null) return merging.getRawValue();
     if (merging == null) return existing.getRawValue();
-    if (!(merging.getValue() instanceof Number incoming)) return existing.getRawValue();
-    if (!(existing.getValue() instanceof Number held)) return merging.getRawValue();
-    return incoming.longValue() > held.longValue() ? merging.getRawValue() : existing.getRawValue();
+    Long incoming = number(merging.getValue());
+    Long held = number(existing.getValue());
+    if (incoming == null) return existing.getRawValue();
+    if (held == null) return merging.getRawValue();
+    return incoming > held ? merging.getRawValue() : existing.getRawValue();
+  }
+
+  /** A number, or a liveness stamp's sealed text {@code {"at_ms": n, ...}} (its tag is checked by the reader); else null. */
+  private static Long number(Object value) {
+    if (value instanceof Number n) return n.longValue();
+    if (!(value instanceof String text)) return null;
+    try {
+      return new io.vertx.core.json.JsonObject(text).getValue("at_ms") instanceof Number n ? n.longValue() : null;
+    } catch (RuntimeException notJson) {
+      return null;
+    }
   }
 
   @Override
