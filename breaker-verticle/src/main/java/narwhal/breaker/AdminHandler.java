@@ -15,7 +15,6 @@ import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.Failures;
 
 import java.util.List;
-import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
@@ -24,7 +23,7 @@ import java.util.function.UnaryOperator;
 /**
  * Serves the {@link AdminCommand}s of docs/operations.md#admin-commands on {@link Addresses#ADMIN}: checks the caller
  * knows the token (every command but {@code state} needs it) by its {@link AdminProof} ({@link AdminProofs}: fresh,
- * not replayed), or, only while no cluster secret is set, by a {@code token} header; checks the arguments, applies
+ * not replayed on this replica, nor, as far as the shared state tells, on another), or, only while no cluster secret is set, by a {@code token} header; checks the arguments, applies
  * the command to the book and replies with the breaker's state once the change is cluster state, with every replica's
  * view gathered ({@link Peers}); an engine command's reply says whether the shared state shows what it asked for
  * ({@code effect}). The reply is signed for the proof's nonce with the token and sealed with the cluster secret, so
@@ -61,6 +60,15 @@ final class AdminHandler {
     };
   }
 
+  /** What the handler reads from and records in the cluster's shared state. */
+  interface SharedReads {
+    /** One engine's entry in the shared state map, or null when none. */
+    Future<JsonObject> state(String iid);
+
+    /** Records an admin proof's nonce cluster-wide for {@code ttlMs}; true when no replica took it before. */
+    Future<Boolean> firstUse(String nonce, long ttlMs);
+  }
+
   private final Vertx vertx;
   private final BreakerBook book;
   private final OutcomeIntake intake;
@@ -69,24 +77,23 @@ final class AdminHandler {
   private final Supplier<String> token;
   private final Supplier<JsonObject> state;
   private final Peers peers;
-  private final Function<String, Future<JsonObject>> sharedState;
+  private final SharedReads shared;
   private final AdminProofs proofs;
 
   /**
    * @param token       the configured admin token, or null when none is set
-   * @param sharedState one engine's entry in the shared state map (null when none), read back after an engine command
+   * @param shared the shared state: an engine's entry read back after an engine command, proofs' nonces recorded
    */
   AdminHandler(Vertx vertx, BreakerBook book, OutcomeIntake intake, ProbeScheduler probes, BreakerMetrics metrics,
-               Supplier<String> token, Supplier<JsonObject> state, Function<String, Future<JsonObject>> sharedState) {
-    this(vertx, book, intake, probes, metrics, token, state, Peers.NONE, sharedState, System::currentTimeMillis);
+               Supplier<String> token, Supplier<JsonObject> state, SharedReads shared) {
+    this(vertx, book, intake, probes, metrics, token, state, Peers.NONE, shared, System::currentTimeMillis);
   }
 
   /** @param wallClockMs the wall clock proofs are judged fresh by (epoch milliseconds) */
   AdminHandler(Vertx vertx, BreakerBook book, OutcomeIntake intake, ProbeScheduler probes, BreakerMetrics metrics,
-               Supplier<String> token, Supplier<JsonObject> state, Peers peers, Function<String, Future<JsonObject>> sharedState,
-               LongSupplier wallClockMs) {
+               Supplier<String> token, Supplier<JsonObject> state, Peers peers, SharedReads shared, LongSupplier wallClockMs) {
     this.peers = peers;
-    this.sharedState = sharedState;
+    this.shared = shared;
     this.proofs = new AdminProofs(wallClockMs);
     this.vertx = vertx;
     this.book = book;
@@ -118,6 +125,22 @@ final class AdminHandler {
       msg.fail(Failures.UNAUTHORIZED, refusal);
       return;
     }
+    if (proof == null) {
+      carryOut(msg, body, command, name, args, nonce);
+      return;
+    }
+    shared.firstUse(nonce, 2 * AdminProof.FRESH_MS).onComplete(first -> {
+      if (first.succeeded() && !first.result()) {
+        metrics.adminRefused();
+        msg.fail(Failures.UNAUTHORIZED, AdminProofs.REPLAYED);
+      } else {
+        carryOut(msg, body, command, name, args, nonce);
+      }
+    });
+  }
+
+  /** Carries out a command whose caller is admitted. */
+  private void carryOut(Message<JsonObject> msg, JsonObject body, AdminCommand command, String name, JsonObject args, String nonce) {
     if (command == null) {
       msg.fail(Failures.BAD_MESSAGE, "unknown admin command \"" + name + "\"");
       return;
@@ -219,7 +242,7 @@ final class AdminHandler {
    * {@code command} asked for or {@code deadlineNanos} passes ({@code seen} "absent" or "unreadable" when there is none).
    */
   private Future<JsonObject> effect(AdminCommand command, String iid, long deadlineNanos) {
-    return sharedState.apply(iid).map(entry -> entry == null ? "absent" : entry.getString("state", "absent"))
+    return shared.state(iid).map(entry -> entry == null ? "absent" : entry.getString("state", "absent"))
         .otherwise("unreadable")
         .compose(seen -> {
           boolean done = wanted(command).test(seen);
@@ -262,9 +285,13 @@ final class AdminHandler {
       DeliveryOptions options = new DeliveryOptions().setSendTimeout(FORWARD_TIMEOUT_MS).addHeader(FORWARDED, "1");
       String given = msg.headers().get("token");
       if (given != null) options.addHeader("token", given);
-      vertx.eventBus().<JsonObject>request(ar.result(), body, options).onComplete(reply -> {
+      // a proven command goes on with a proof of this replica's own: the caller's nonce is taken cluster-wide
+      JsonObject onward = nonce.isEmpty() ? body : AdminProof.body(token.get(), name,
+          body.getValue("args") instanceof JsonObject a ? a : new JsonObject(), System.currentTimeMillis());
+      String onwardNonce = onward.getValue(AdminProof.FIELD) instanceof JsonObject p ? p.getString("nonce") : "";
+      vertx.eventBus().<JsonObject>request(ar.result(), onward, options).onComplete(reply -> {
         if (reply.succeeded()) {
-          JsonObject answer = verified(reply.result().body(), nonce);
+          JsonObject answer = verified(reply.result().body(), onwardNonce);
           if (answer == null) {
             msg.fail(Failures.BAD_MESSAGE, name + ": the replica listing " + iid + " answered with a reply that does not verify "
                 + "(a foreign member on " + ar.result() + "?)");

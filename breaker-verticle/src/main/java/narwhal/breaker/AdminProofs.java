@@ -18,6 +18,7 @@ import java.util.function.LongSupplier;
  */
 final class AdminProofs {
   static final int CAPACITY = 10_000;
+  static final String REPLAYED = "admin proof already used (a replayed command)";
 
   private record Seen(String nonce, long forgetAtMs) {
   }
@@ -33,7 +34,7 @@ final class AdminProofs {
   /** Why {@code proof} is refused (a 401's message), or null when it is taken (its nonce is then remembered). */
   String refusal(String token, String command, JsonObject args, JsonObject proof) {
     if (token == null) return "admin commands other than state need a configured admin token";
-    if (!AdminProof.verifies(token, command, args, proof)) return "admin token proof missing or wrong";
+    if (!AdminProof.verifies(token, command, args, proof)) return "admin token missing or wrong";
     long now = wallClockMs.getAsLong();
     long at = proof.getLong("at_ms");
     if (Math.abs(now - at) > AdminProof.FRESH_MS) {
@@ -42,7 +43,7 @@ final class AdminProofs {
     }
     forget(now);
     String nonce = proof.getString("nonce");
-    if (nonces.contains(nonce)) return "admin proof already used (a replayed command)";
+    if (nonces.contains(nonce)) return REPLAYED;
     if (nonces.size() >= CAPACITY) return "more than " + CAPACITY + " admin commands within " + AdminProof.FRESH_MS / 1000 + " s; try again later";
     nonces.add(nonce);
     order.addLast(new Seen(nonce, Math.max(now, at) + AdminProof.FRESH_MS));

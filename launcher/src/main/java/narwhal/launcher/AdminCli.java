@@ -13,6 +13,9 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.AdminCommand;
+import narwhal.common.bus.AdminProof;
+import narwhal.common.bus.ClusterSeal;
+import narwhal.common.bus.ClusterSecret;
 import narwhal.common.config.AdminConfig;
 import narwhal.common.config.NarwhalConfig;
 import picocli.CommandLine;
@@ -39,8 +42,10 @@ import java.util.logging.Logger;
 
 /**
  * {@code narwhal admin}: joins the cluster named by the fleet file as a Hazelcast lite member (no partitions, no
- * state), sends one admin message ({@code {"command", "args"}}, header {@code token} from the environment variable
- * named by {@code admin.token_env}) to {@code narwhal.admin}, prints the reply, leaves (docs/operations.md#admin-commands).
+ * state), sends one admin message ({@code {"command", "args"}} with an {@link AdminProof} of the token from the
+ * environment variable named by {@code admin.token_env}, never the token) to {@code narwhal.admin}, believes the reply
+ * only when it verifies with the cluster secret and the token ({@link #distrust}), prints it, leaves
+ * (docs/operations.md#admin-commands).
  * With {@code --url} it posts the command to a replica's admin endpoint on its health port instead (the token as
  * {@code Authorization: Bearer}; no cluster join). It reads only the fleet file's {@code cluster} and {@code admin}
  * sections, so it works while the rest is invalid. An engine command is {@code done} only when the reply shows its
@@ -158,6 +163,13 @@ final class AdminCli implements Callable<Integer> {
   /** Joins, sends, prints; the exit status. Bounded by the caller ({@code --timeout} plus the join's grace). */
   private int ask(NarwhalConfig.AdminView config, JsonObject args, PrintWriter out, PrintWriter err) {
     String token = env.apply(config.admin().tokenEnv());
+    ClusterSeal seal;
+    try {
+      seal = new ClusterSeal(config.cluster().name(), ClusterSecret.load(config.cluster(), env), "narwhal-admin", where -> { });
+    } catch (IllegalArgumentException e) {
+      err.println("narwhal admin: " + e.getMessage());
+      return 2;
+    }
     HazelcastClusterManager manager = ClusterBootstrap.clusterManager(config.cluster(), true);
     Vertx vertx;
     try {
@@ -171,7 +183,14 @@ final class AdminCli implements Callable<Integer> {
       return 2;
     }
     try {
-      return print(await(send(vertx, command, args, token, (long) (timeoutS * 1000))), out, err);
+      JsonObject body = AdminProof.body(token, command, args, System.currentTimeMillis());
+      JsonObject reply = await(send(vertx, body, (long) (timeoutS * 1000)));
+      String distrust = distrust(reply, body, token, seal);
+      if (distrust != null) {
+        err.println("narwhal admin: " + command + (iid == null ? "" : " " + iid) + ": not believed: " + distrust);
+        return 2;
+      }
+      return print(reply, out, err);
     } catch (ReplyException e) {
       return refused(e, config, token, out, err);
     } finally {
@@ -189,7 +208,7 @@ final class AdminCli implements Callable<Integer> {
    * shows the state it asked for in the shared state; otherwise what was seen goes to stderr and the status is 3.
    */
   private int print(JsonObject reply, PrintWriter out, PrintWriter err) {
-    JsonObject shown = narwhal.common.bus.AdminProof.unsigned(reply);
+    JsonObject shown = AdminProof.unsigned(reply);
     shown.remove("error");
     JsonObject effect = shown.getJsonObject("effect");
     boolean engineCommand = AdminCommand.parse(command).map(AdminCommand::aboutEngine).orElse(false);
@@ -234,7 +253,7 @@ final class AdminCli implements Callable<Integer> {
         .POST(HttpRequest.BodyPublishers.ofString(new JsonObject().put("command", command).put("args", args).encode()));
     if (token != null && !token.isEmpty()) request.header("authorization", "Bearer " + token);
     HttpResponse<String> response;
-    HttpClient client = HttpClient.newBuilder().connectTimeout(java.time.Duration.ofMillis((long) (timeoutS * 1000))).build();
+    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(java.time.Duration.ofMillis((long) (timeoutS * 1000))).build();
     try {
       response = client.send(request.build(), HttpResponse.BodyHandlers.ofString());
     } catch (java.net.http.HttpTimeoutException e) {
@@ -379,14 +398,30 @@ final class AdminCli implements Callable<Integer> {
   }
 
   /**
-   * Sends one admin message. A member that has just joined may not see the replicas' consumers yet, so "no handlers"
-   * is retried for a few seconds.
+   * Why a reply from the bus is not believed, or null: with a cluster secret it must carry the seal of a replica for
+   * this command's nonce; with a token, the token's mac for the nonce. Anyone can answer on the bus (a member without
+   * the secret may have registered a handler on {@code narwhal.admin}); only a replica holds the secret and the token.
    */
-  static Future<JsonObject> send(Vertx vertx, String command, JsonObject args, String token, long timeoutMs) {
-    DeliveryOptions options = new DeliveryOptions().setSendTimeout(timeoutMs);
-    if (token != null) options.addHeader("token", token);
-    JsonObject body = new JsonObject().put("command", command).put("args", args);
-    return attempt(vertx, body, options, 30);
+  static String distrust(JsonObject reply, JsonObject body, String token, ClusterSeal seal) {
+    JsonObject proof = body.getJsonObject(AdminProof.FIELD);
+    String nonce = proof == null ? "" : proof.getString("nonce");
+    String claimed = " (it claims to come from replica " + reply.getValue("replica") + "; a member without the cluster "
+        + "secret may be answering on " + Addresses.ADMIN + ": see narwhal_cluster_unverified_members); nothing is known to have changed";
+    if (seal.enabled() && seal.open(Addresses.ADMIN, nonce, reply) == null) {
+      return "the reply does not verify with the cluster secret (cluster.secret_file)" + claimed;
+    }
+    if (proof != null && !AdminProof.replyVerifies(token, nonce, reply)) {
+      return "the reply does not verify with the admin token" + claimed;
+    }
+    return null;
+  }
+
+  /**
+   * Sends one admin message: the command with a proof of the token, never the token. A member that has just joined
+   * may not see the replicas' consumers yet, so "no handlers" is retried for a few seconds.
+   */
+  static Future<JsonObject> send(Vertx vertx, JsonObject body, long timeoutMs) {
+    return attempt(vertx, body, new DeliveryOptions().setSendTimeout(timeoutMs), 30);
   }
 
   private static Future<JsonObject> attempt(Vertx vertx, JsonObject body, DeliveryOptions options, int triesLeft) {
@@ -512,7 +547,7 @@ final class AdminCli implements Callable<Integer> {
   }
 
   private static void quietLogs() {
-    for (String name : List.of("com.hazelcast", "io.vertx")) {
+    for (String name : List.of("com.hazelcast", "io.vertx", ClusterSeal.class.getName())) {
       Logger logger = Logger.getLogger(name);
       logger.setLevel(Level.OFF);
       QUIETED.add(logger);

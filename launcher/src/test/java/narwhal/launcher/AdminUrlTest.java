@@ -70,7 +70,7 @@ class AdminUrlTest {
 
       Run wrong = admin(name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? "not-the-token" : null, "readmit", "D0", "--url", url(a));
       assertEquals(1, wrong.exit(), wrong.out());
-      assertEquals("narwhal admin: refused (401): admin token proof missing or wrong", wrong.err().strip());
+      assertEquals("narwhal admin: refused (401): admin token missing or wrong", wrong.err().strip());
       Run missing = admin(name -> null, "readmit", "D0", "--url", url(a));
       assertEquals(1, missing.exit());
       assertTrue(missing.err().contains("refused (401)") && missing.err().contains("$NARWHAL_ADMIN_TOKEN is not set"), missing.err());

@@ -63,8 +63,12 @@ final class AdminEndpoint {
   }
 
   private static void tooLarge(HttpServerRequest request) {
-    error(request.response().putHeader("connection", "close"), 413, "body: larger than " + MAX_BODY_BYTES + " bytes")
-        .onComplete(v -> request.connection().close());
+    boolean http1 = request.version() != io.vertx.core.http.HttpVersion.HTTP_2;
+    if (http1) request.response().putHeader("connection", "close");
+    // HTTP/1: the rest of the body is never read, so the connection goes; HTTP/2: the stream alone ends
+    error(request.response(), 413, "body: larger than " + MAX_BODY_BYTES + " bytes").onComplete(v -> {
+      if (http1) request.connection().close();
+    });
   }
 
   private void command(HttpServerRequest request, Buffer raw) {

@@ -58,7 +58,7 @@ class AdminEndpointTest {
     assertTrue(message(missing).contains("admin token missing"), missing.body());
     HttpResponse<String> wrong = post(command("eject", new JsonObject().put("iid", "D1")), "Bearer not-the-token");
     assertEquals(401, wrong.statusCode(), wrong.body());
-    assertEquals("admin token proof missing or wrong", message(wrong));
+    assertEquals("admin token missing or wrong", message(wrong));
     HttpResponse<String> otherScheme = post(command("eject", new JsonObject().put("iid", "D1")), "Basic " + RouterHarness.ADMIN_TOKEN);
     assertEquals(401, otherScheme.statusCode(), otherScheme.body());
     assertEquals("serving", AdminAndPlacementTest.engineState(h, "D1"), "a refused command changes nothing");
