@@ -405,8 +405,9 @@ final class AdminCli implements Callable<Integer> {
   static String distrust(JsonObject reply, JsonObject body, String token, ClusterSeal seal) {
     JsonObject proof = body.getJsonObject(AdminProof.FIELD);
     String nonce = proof == null ? "" : proof.getString("nonce");
-    String claimed = " (it claims to come from replica " + reply.getValue("replica") + "; a member without the cluster "
-        + "secret may be answering on " + Addresses.ADMIN + ": see narwhal_cluster_unverified_members); nothing is known to have changed";
+    String claimed = " (it claims to come from replica " + reply.getValue("replica") + ": either a member without the cluster "
+        + "secret answers on " + Addresses.ADMIN + ", see narwhal_cluster_unverified_members, or the replicas run with another "
+        + "cluster secret or admin token than this command); nothing is known to have changed";
     if (seal.enabled() && seal.open(Addresses.ADMIN, nonce, reply) == null) {
       return "the reply does not verify with the cluster secret (cluster.secret_file)" + claimed;
     }

@@ -46,6 +46,7 @@ final class AdminEndpoint {
       tooLarge(request);
       return;
     }
+    if ("100-continue".equalsIgnoreCase(request.getHeader("expect"))) request.response().writeContinue();
     Buffer body = Buffer.buffer();
     boolean[] over = {false};
     request.handler(chunk -> {
