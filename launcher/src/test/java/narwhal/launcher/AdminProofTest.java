@@ -84,6 +84,12 @@ class AdminProofTest {
       assertTrue(eject.out().startsWith("eject D0: done"), eject.out());
       h.awaitTrue("both replicas refuse D0", 10_000, () -> ClusterHarness.all(List.of(a, b), node -> h.refuses(node, "D0", Phase.DECODE)));
 
+      Run quarantine = admin(fleet, "quarantine", "D1", "--seconds", "0.75e3", "--force");
+      assertEquals(0, quarantine.exit(), "a fractional argument's proof survives the bus's JSON: " + quarantine.out() + quarantine.err());
+      assertTrue(quarantine.out().startsWith("quarantine D1: done"), quarantine.out());
+      Run readmitD1 = admin(fleet, "readmit", "D1");
+      assertEquals(0, readmitD1.exit(), readmitD1.out() + readmitD1.err());
+
       JsonObject readmit = AdminProof.body(ClusterHarness.TOKEN, "readmit", new JsonObject().put("iid", "D0"), System.currentTimeMillis());
       JsonObject first = assertInstanceOf(JsonObject.class, request(a, readmit, new DeliveryOptions()));
       assertEquals("serving", first.getJsonObject("effect").getString("seen"));
