@@ -23,7 +23,7 @@ import java.util.function.UnaryOperator;
  * {@link ClusterSync} keeps it and the cluster's shared state in step, through the {@link SharedStateGuard};
  * {@link ProbeScheduler} runs probes, readmission rounds and liveness sweeps; {@link ReplicaRoster} publishes this
  * replica's shared settings and compares them with the other replicas'; {@link AdminHandler} serves
- * {@link Addresses#ADMIN}. Answers {@link Addresses#BREAKER_STATE} (and, cluster-wide, its roster's view address) with
+ * {@link Addresses#ADMIN} and, for the health port's admin endpoint, {@link Addresses#ADMIN_LOCAL}. Answers {@link Addresses#BREAKER_STATE} (and, cluster-wide, its roster's view address) with
  * the book, the guard's state and the config drift.
  */
 public final class BreakerVerticle extends VerticleBase {
@@ -91,7 +91,7 @@ public final class BreakerVerticle extends VerticleBase {
     probes = new ProbeScheduler(vertx, config, book, prober, shared, sync, intake, metrics, journal);
     roster = new ReplicaRoster(vertx, shared, book, origin, config, registry);
     AdminHandler admin = new AdminHandler(vertx, book, intake, probes, metrics,
-        AdminHandler.token(() -> config.get().admin().tokenEnv(), env), this::state, roster);
+        AdminHandler.token(() -> config.get().admin().tokenEnv(), env), this::state, roster, shared, System::currentTimeMillis);
     intake.probes(probes::run);
     sync.onExpiry(() -> intake.step(book::tick));
     guard.onClose(sync::resync);
@@ -99,6 +99,7 @@ public final class BreakerVerticle extends VerticleBase {
         vertx.eventBus().<Object>localConsumer(Addresses.BREAKER_OUTCOME, msg -> intake.outcome(LegOutcome.of(msg.body()))),
         vertx.eventBus().<JsonObject>localConsumer(Addresses.BREAKER_STATE, msg -> msg.reply(state())),
         vertx.eventBus().<JsonObject>consumer(Addresses.ADMIN, admin::handle),
+        vertx.eventBus().<JsonObject>localConsumer(Addresses.ADMIN_LOCAL, admin::handle),
         vertx.eventBus().<JsonObject>consumer(ReplicaRoster.adminAddress(origin), admin::handle),
         vertx.eventBus().<JsonObject>consumer(ReplicaRoster.viewAddress(origin), msg -> msg.reply(state())),
         vertx.eventBus().<JsonObject>localConsumer(Addresses.CANDIDATE_CHECK, msg -> probes.candidate(

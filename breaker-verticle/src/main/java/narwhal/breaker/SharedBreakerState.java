@@ -36,8 +36,10 @@ import java.util.function.Supplier;
  * died or lost the entry's release in a partition's migration runs out at {@code until} and is taken over, so no
  * replica can block probes or liveness checks for good (Hazelcast's own locks have no such end).
  */
-final class SharedBreakerState {
+final class SharedBreakerState implements AdminHandler.SharedReads {
   static final String LIVENESS_MAP = "narwhal.liveness";
+  /** Map of the admin proofs' nonces taken by any replica, each kept while its proof could still be fresh. */
+  static final String ADMIN_NONCES = "narwhal.admin-nonces";
   static final String LEASES = "narwhal.leases";
   static final String REPLICAS = "narwhal.replicas";
   /** Map holding one entry, {@link #STARTED_KEY}: written by the replica that started the cluster's shared state. */
@@ -140,8 +142,19 @@ final class SharedBreakerState {
         : seal.openText(CLUSTER, STARTED_KEY, held) != null ? Future.succeededFuture(false) : m.replaceIfPresent(STARTED_KEY, held, mine))));
   }
 
+  /**
+   * Records an admin proof's nonce cluster-wide for {@code ttlMs}: true when no replica took it before. When the
+   * shared state does not answer, true: the replica's own record of nonces decides alone then.
+   */
+  @Override
+  public Future<Boolean> firstUse(String nonce, long ttlMs) {
+    return guard.run(() -> this.<String>map(ADMIN_NONCES).compose(m -> m.putIfAbsent(nonce, holder, ttlMs)))
+        .map(held -> held == null).otherwise(true);
+  }
+
   /** One engine's shared state, or null when no replica has written one. */
-  Future<JsonObject> state(String iid) {
+  @Override
+  public Future<JsonObject> state(String iid) {
     return guard.run(() -> this.<String>map(SharedState.ENGINE_STATE_MAP).compose(m -> m.get(iid)))
         .map(text -> seal.openText(SharedState.ENGINE_STATE_MAP, iid, text));
   }

@@ -54,7 +54,7 @@ final class BreakerParts {
     prober = new Prober(vertx, () -> config, name -> null);
     probes = new ProbeScheduler(vertx, () -> config, book, prober, shared, sync, intake, metrics, journal);
     admin = new AdminHandler(vertx, book, intake, probes, metrics, () -> token, () -> new JsonObject()
-        .put("engines", book.snapshot()).put("fleet_hold", book.fleetHold()).put("shared_state", guard.state()));
+        .put("engines", book.snapshot()).put("fleet_hold", book.fleetHold()).put("shared_state", guard.state()), shared);
   }
 
   /** Parts over {@code engines} ({@code iid, url, role}), with {@code overrides} merged into the fleet JSON's sections. */

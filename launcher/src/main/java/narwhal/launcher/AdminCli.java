@@ -13,6 +13,10 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.AdminCommand;
+import narwhal.common.bus.AdminProof;
+import narwhal.common.bus.ClusterSeal;
+import narwhal.common.bus.ClusterSecret;
+import narwhal.common.config.AdminConfig;
 import narwhal.common.config.NarwhalConfig;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -23,6 +27,11 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 import java.io.PrintWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,19 +42,26 @@ import java.util.logging.Logger;
 
 /**
  * {@code narwhal admin}: joins the cluster named by the fleet file as a Hazelcast lite member (no partitions, no
- * state), sends one admin message ({@code {"command", "args"}}, header {@code token} from the environment variable
- * named by {@code admin.token_env}) to {@code narwhal.admin}, prints the reply, leaves (docs/operations.md#admin-commands).
- * It reads only the fleet file's {@code cluster} and {@code admin} sections, so it works while the rest is invalid.
- * Exit status: 0 done, 1 refused (bad arguments, or by the cluster: the failure code and message are printed, 401 for
- * a missing or wrong token), 2 could not ask (unreadable fleet file, no replica answering).
+ * state), sends one admin message ({@code {"command", "args"}} with an {@link AdminProof} of the token from the
+ * environment variable named by {@code admin.token_env}, never the token) to {@code narwhal.admin}, believes the reply
+ * only when it verifies with the cluster secret and the token ({@link #distrust}), prints it, leaves
+ * (docs/operations.md#admin-commands).
+ * With {@code --url} it posts the command to a replica's admin endpoint on its health port instead (the token as
+ * {@code Authorization: Bearer}; no cluster join). It reads only the fleet file's {@code cluster} and {@code admin}
+ * sections, so it works while the rest is invalid. An engine command is {@code done} only when the reply shows its
+ * effect in the shared state. Exit status: 0 done, 1 refused (bad arguments, or by the cluster: the failure code and
+ * message are printed, 401 for a missing or wrong token), 2 could not ask (unreadable fleet file, no replica
+ * answering), 3 carried out but its effect not seen (what was seen is printed).
  */
 @Command(name = "admin", mixinStandardHelpOptions = true,
     description = "Send one admin command to the router cluster and print the reply.",
     footer = {"", "Commands: state, eject IID [--force], readmit IID, quarantine IID --seconds S [--force], drain IID [--force], "
         + "undrain IID, wave-restart, reload-config.",
-        "Exit status: 0 done, 1 refused (bad arguments, or e.g. 401 wrong token), 2 could not ask."})
+        "Exit status: 0 done, 1 refused (bad arguments, or e.g. 401 wrong token), 2 could not ask, 3 carried out but its effect not seen."})
 final class AdminCli implements Callable<Integer> {
   static final List<String> COMMANDS = AdminCommand.wireNames();
+  /** The path of the admin endpoint on a replica's health port. */
+  static final String ENDPOINT_PATH = "/narwhal/admin";
   /** Time allowed to join the cluster on top of {@code --timeout}, the bound of the whole command. */
   static final long JOIN_GRACE_MS = 10_000;
   /** The longest quarantine the breaker takes (a year). */
@@ -71,6 +87,10 @@ final class AdminCli implements Callable<Integer> {
 
   @Option(names = "--json", description = "print the reply as JSON")
   boolean json;
+
+  @Option(names = "--url", paramLabel = "URL", description = "a replica's health port, e.g. http://127.0.0.1:8081 "
+      + "(kubectl port-forward): post the command to its admin endpoint instead of joining the cluster")
+  String url;
 
   @Option(names = "--timeout", defaultValue = "30", description = "seconds to wait for the reply (default: ${DEFAULT-VALUE})")
   double timeoutS;
@@ -99,12 +119,24 @@ final class AdminCli implements Callable<Integer> {
       err.println("narwhal admin: " + e.getMessage());
       return 1;
     }
+    URI endpoint = null;
+    if (url != null) {
+      try {
+        endpoint = endpoint(url);
+      } catch (CommandFailure e) {
+        err.println("narwhal admin: " + e.getMessage());
+        return 1;
+      }
+    }
     try {
-      config = fleetFile.loadAdminView();
+      config = endpoint != null && !Files.exists(fleetFile.fleet)
+          ? new NarwhalConfig.AdminView(narwhal.common.config.ClusterConfig.defaults(), AdminConfig.defaults())
+          : fleetFile.loadAdminView();
     } catch (CommandFailure e) {
       err.println("narwhal admin: " + e.getMessage());
       return 2;
     }
+    if (endpoint != null) return post(endpoint, config, args, out, err);
     quietLogs();
     NarwhalConfig.AdminView view = config;
     java.util.concurrent.CompletableFuture<Integer> asked = java.util.concurrent.CompletableFuture.supplyAsync(
@@ -131,6 +163,13 @@ final class AdminCli implements Callable<Integer> {
   /** Joins, sends, prints; the exit status. Bounded by the caller ({@code --timeout} plus the join's grace). */
   private int ask(NarwhalConfig.AdminView config, JsonObject args, PrintWriter out, PrintWriter err) {
     String token = env.apply(config.admin().tokenEnv());
+    ClusterSeal seal;
+    try {
+      seal = new ClusterSeal(config.cluster().name(), ClusterSecret.load(config.cluster(), env), "narwhal-admin", where -> { });
+    } catch (IllegalArgumentException e) {
+      err.println("narwhal admin: " + e.getMessage());
+      return 2;
+    }
     HazelcastClusterManager manager = ClusterBootstrap.clusterManager(config.cluster(), true);
     Vertx vertx;
     try {
@@ -144,16 +183,14 @@ final class AdminCli implements Callable<Integer> {
       return 2;
     }
     try {
-      JsonObject reply = await(send(vertx, command, args, token, (long) (timeoutS * 1000)));
-      if (json) {
-        out.println(reply.encodePrettily());
-      } else if (reply.containsKey("reload")) {
-        out.println(command + ": " + reply.getString("reload"));
-      } else {
-        if (!"state".equals(command)) out.println(command + (iid == null ? "" : " " + iid) + ": done");
-        out.print(table(reply));
+      JsonObject body = AdminProof.body(token, command, args, System.currentTimeMillis());
+      JsonObject reply = await(send(vertx, body, (long) (timeoutS * 1000)));
+      String distrust = distrust(reply, body, token, seal);
+      if (distrust != null) {
+        err.println("narwhal admin: " + command + (iid == null ? "" : " " + iid) + ": not believed: " + distrust);
+        return 2;
       }
-      return 0;
+      return print(reply, out, err);
     } catch (ReplyException e) {
       return refused(e, config, token, out, err);
     } finally {
@@ -164,6 +201,99 @@ final class AdminCli implements Callable<Integer> {
         // leaving is best effort; the cluster notices a lost member anyway
       }
     }
+  }
+
+  /**
+   * Prints a reply the command believes; the exit status. An engine command is done only when its {@code effect}
+   * shows the state it asked for in the shared state; otherwise what was seen goes to stderr and the status is 3.
+   */
+  private int print(JsonObject reply, PrintWriter out, PrintWriter err) {
+    JsonObject shown = AdminProof.unsigned(reply);
+    shown.remove("error");
+    JsonObject effect = shown.getJsonObject("effect");
+    boolean engineCommand = AdminCommand.parse(command).map(AdminCommand::aboutEngine).orElse(false);
+    boolean done = !engineCommand || effect != null && effect.getBoolean("done", false);
+    if (json) {
+      out.println(shown.encodePrettily());
+    } else if (shown.containsKey("reload")) {
+      out.println(command + ": " + shown.getString("reload"));
+    } else {
+      if (!"state".equals(command) && done) out.println(command + (iid == null ? "" : " " + iid) + ": done");
+      out.print(table(shown));
+    }
+    if (done) return 0;
+    err.println("narwhal admin: " + command + " " + iid + ": " + (effect == null
+        ? "not done: the reply does not say what the shared state shows (a replica older than this command?)"
+        : "not done: asked " + effect.getString("iid") + " " + effect.getString("asked") + ", the shared state shows "
+          + effect.getString("seen")));
+    return 3;
+  }
+
+  /** {@code --url} as the admin endpoint's address: {@value #ENDPOINT_PATH} added unless it is there. */
+  static URI endpoint(String url) {
+    URI uri;
+    try {
+      uri = new URI(url.endsWith("/") ? url.substring(0, url.length() - 1) : url);
+    } catch (java.net.URISyntaxException e) {
+      throw new CommandFailure("--url: " + url + " is not a URL: expected http://host:port, e.g. http://127.0.0.1:8081");
+    }
+    if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null) {
+      throw new CommandFailure("--url: " + url + " is not valid: expected http://host:port of a replica's server.health_port, "
+          + "e.g. http://127.0.0.1:8081");
+    }
+    String path = uri.getPath() == null ? "" : uri.getPath();
+    return URI.create(uri.getScheme() + "://" + uri.getRawAuthority() + (path.endsWith(ENDPOINT_PATH) ? path : path + ENDPOINT_PATH));
+  }
+
+  /** Posts the command to a replica's admin endpoint and prints the answer; the exit status. */
+  private int post(URI endpoint, NarwhalConfig.AdminView config, JsonObject args, PrintWriter out, PrintWriter err) {
+    String token = env.apply(config.admin().tokenEnv());
+    HttpRequest.Builder request = HttpRequest.newBuilder(endpoint).timeout(java.time.Duration.ofMillis((long) (timeoutS * 1000)))
+        .header("content-type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(new JsonObject().put("command", command).put("args", args).encode()));
+    if (token != null && !token.isEmpty()) request.header("authorization", "Bearer " + token);
+    HttpResponse<String> response;
+    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(java.time.Duration.ofMillis((long) (timeoutS * 1000))).build();
+    try {
+      response = client.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    } catch (java.net.http.HttpTimeoutException e) {
+      err.println("narwhal admin: no answer from " + endpoint + " within " + timeoutS + " s");
+      return 2;
+    } catch (java.io.IOException e) {
+      err.println("narwhal admin: cannot reach " + endpoint + ": " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage())
+          + " (is it a replica's server.health_port? through Kubernetes: kubectl port-forward pod/<replica> 8081)");
+      return 2;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return 2;
+    } finally {
+      out.flush();
+    }
+    JsonObject body;
+    try {
+      body = new JsonObject(response.body());
+    } catch (RuntimeException e) {
+      err.println("narwhal admin: " + endpoint + " answered " + response.statusCode() + " with no admin reply (is it a replica's "
+          + "server.health_port, and the replica this version or later?)");
+      return 2;
+    }
+    JsonObject error = body.getValue("error") instanceof JsonObject e ? e : null;
+    int status = response.statusCode();
+    if (status == 200 || status == 409 && body.containsKey("effect")) {
+      int exit = print(body, out, err);
+      out.flush();
+      return exit;
+    }
+    String message = error == null ? "HTTP " + status : error.getString("message", "HTTP " + status);
+    if (json) out.println(new JsonObject().put("error", new JsonObject().put("code", status).put("message", message)).encodePrettily());
+    out.flush();
+    if (status >= 400 && status < 500 && status != 404) {
+      String hint = status == 401 && (token == null || token.isEmpty()) ? " ($" + config.admin().tokenEnv() + " is not set)" : "";
+      err.println("narwhal admin: refused (" + status + "): " + message + hint);
+      return 1;
+    }
+    err.println("narwhal admin: " + endpoint + " answered " + status + ": " + message);
+    return 2;
   }
 
   /**
@@ -268,14 +398,31 @@ final class AdminCli implements Callable<Integer> {
   }
 
   /**
-   * Sends one admin message. A member that has just joined may not see the replicas' consumers yet, so "no handlers"
-   * is retried for a few seconds.
+   * Why a reply from the bus is not believed, or null: with a cluster secret it must carry the seal of a replica for
+   * this command's nonce; with a token, the token's mac for the nonce. Anyone can answer on the bus (a member without
+   * the secret may have registered a handler on {@code narwhal.admin}); only a replica holds the secret and the token.
    */
-  static Future<JsonObject> send(Vertx vertx, String command, JsonObject args, String token, long timeoutMs) {
-    DeliveryOptions options = new DeliveryOptions().setSendTimeout(timeoutMs);
-    if (token != null) options.addHeader("token", token);
-    JsonObject body = new JsonObject().put("command", command).put("args", args);
-    return attempt(vertx, body, options, 30);
+  static String distrust(JsonObject reply, JsonObject body, String token, ClusterSeal seal) {
+    JsonObject proof = body.getJsonObject(AdminProof.FIELD);
+    String nonce = proof == null ? "" : proof.getString("nonce");
+    String claimed = " (it claims to come from replica " + reply.getValue("replica") + ": either a member without the cluster "
+        + "secret answers on " + Addresses.ADMIN + ", see narwhal_cluster_unverified_members, or the replicas run with another "
+        + "cluster secret or admin token than this command); nothing is known to have changed";
+    if (seal.enabled() && seal.open(Addresses.ADMIN, nonce, reply) == null) {
+      return "the reply does not verify with the cluster secret (cluster.secret_file)" + claimed;
+    }
+    if (proof != null && !AdminProof.replyVerifies(token, nonce, reply)) {
+      return "the reply does not verify with the admin token" + claimed;
+    }
+    return null;
+  }
+
+  /**
+   * Sends one admin message: the command with a proof of the token, never the token. A member that has just joined
+   * may not see the replicas' consumers yet, so "no handlers" is retried for a few seconds.
+   */
+  static Future<JsonObject> send(Vertx vertx, JsonObject body, long timeoutMs) {
+    return attempt(vertx, body, new DeliveryOptions().setSendTimeout(timeoutMs), 30);
   }
 
   private static Future<JsonObject> attempt(Vertx vertx, JsonObject body, DeliveryOptions options, int triesLeft) {
@@ -401,7 +548,7 @@ final class AdminCli implements Callable<Integer> {
   }
 
   private static void quietLogs() {
-    for (String name : List.of("com.hazelcast", "io.vertx")) {
+    for (String name : List.of("com.hazelcast", "io.vertx", ClusterSeal.class.getName())) {
       Logger logger = Logger.getLogger(name);
       logger.setLevel(Level.OFF);
       QUIETED.add(logger);

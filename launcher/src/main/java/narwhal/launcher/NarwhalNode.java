@@ -237,6 +237,11 @@ public final class NarwhalNode {
     return router.actualPort();
   }
 
+  /** The port of {@code server.health_port} (its {@code /health}, {@code /ready} and admin endpoint), or -1 when none. */
+  public int healthPort() {
+    return router.healthPort();
+  }
+
   /** The replica's Vert.x instance (tests talk to its local placement and breaker). */
   public Vertx vertx() {
     return vertx;

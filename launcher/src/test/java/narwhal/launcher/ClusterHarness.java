@@ -154,12 +154,15 @@ final class ClusterHarness implements AutoCloseable {
         .filter(e -> iid.equals(e.getString("iid"))).findFirst().orElseThrow();
   }
 
-  /** Sends an admin message from a replica's event bus (any replica's breaker may answer); the reply body or the failure. */
+  /**
+   * Sends an admin message from a replica's event bus (any replica's breaker may answer), proving {@code token} as
+   * {@code narwhal admin} does; the reply body or the failure.
+   */
   Object admin(NarwhalNode via, String command, JsonObject args, String token) {
     DeliveryOptions options = new DeliveryOptions().setSendTimeout(10_000);
-    if (token != null) options.addHeader("token", token);
     try {
-      return via.vertx().eventBus().<JsonObject>request(Addresses.ADMIN, new JsonObject().put("command", command).put("args", args), options)
+      return via.vertx().eventBus().<JsonObject>request(Addresses.ADMIN,
+              narwhal.common.bus.AdminProof.body(token, command, args, System.currentTimeMillis()), options)
           .toCompletionStage().toCompletableFuture().get(15, TimeUnit.SECONDS).body();
     } catch (java.util.concurrent.ExecutionException e) {
       return e.getCause();

@@ -10,7 +10,7 @@ import io.vertx.core.http.HttpServerRequest;
 
 /**
  * {@code server.health_port}: {@code /health} and {@code /ready} on a port of their own, served by a Vert.x
- * instance of its own with one event loop that does nothing else. A replica relaying a thousand streams keeps
+ * instance of its own with one event loop that does nothing else, and the {@link AdminEndpoint}. A replica relaying a thousand streams keeps
  * its event loops' queues full; a check waiting in one of them answered in seconds and a balancer took a
  * serving replica out. This loop is idle between checks, so the kernel schedules it as soon as a check
  * arrives, whatever the router's loops are doing (docs/operations.md#readiness).
@@ -25,9 +25,9 @@ final class HealthListener {
   }
 
   /** Listens on {@code host:port} (0: any free port); fails if the port is taken. */
-  static Future<HealthListener> start(String host, int port, ReadinessAnswer answer) {
+  static Future<HealthListener> start(String host, int port, ReadinessAnswer answer, AdminEndpoint admin) {
     return ownVertx().compose(own -> own.createHttpServer(new HttpServerOptions().setHost(host).setPort(port).setTcpNoDelay(true))
-        .requestHandler(request -> answer(request, answer)).listen()
+        .requestHandler(request -> answer(request, answer, admin)).listen()
         .map(server -> new HealthListener(own, server))
         .recover(err -> {
           // not chained: a continuation of own.close() would be dispatched to the loop that close ends, and never run
@@ -57,9 +57,11 @@ final class HealthListener {
     return made.future();
   }
 
-  private static void answer(HttpServerRequest request, ReadinessAnswer answer) {
+  private static void answer(HttpServerRequest request, ReadinessAnswer answer, AdminEndpoint admin) {
     String path = request.path();
-    if (!path.equals("/ready") && !path.equals("/health")) {
+    if (path.equals(AdminEndpoint.PATH)) {
+      admin.handle(request);
+    } else if (!path.equals("/ready") && !path.equals("/health")) {
       request.response().setStatusCode(404).end();
     } else if (request.method() != HttpMethod.GET) {
       request.response().setStatusCode(405).putHeader("allow", "GET").end();

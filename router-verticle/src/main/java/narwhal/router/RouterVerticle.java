@@ -28,6 +28,8 @@ import java.util.logging.Logger;
 public final class RouterVerticle extends VerticleBase {
   private static final Logger LOG = Logger.getLogger(RouterVerticle.class.getName());
   private static final AtomicInteger ANY_PORT_KEYS = new AtomicInteger();
+  /** The longest an admin command from the health port waits for the breaker (a wave restart validates the fleet). */
+  private static final long ADMIN_TIMEOUT_MS = 30_000;
 
   private final Supplier<NarwhalConfig> config;
   private final EngineFacts facts;
@@ -123,8 +125,20 @@ public final class RouterVerticle extends VerticleBase {
   /** {@code server.health_port}, when set: its own listener, started once the client port listens. */
   private Future<Void> healthListener(NarwhalConfig cfg) {
     if (cfg.server().healthPort() == narwhal.common.config.ServerConfig.NO_HEALTH_PORT) return Future.succeededFuture();
-    return HealthListener.start(cfg.server().host(), cfg.server().healthPort(), shared.readiness())
+    return HealthListener.start(cfg.server().host(), cfg.server().healthPort(), shared.readiness(), new AdminEndpoint(this::adminLocally))
         .onSuccess(listener -> health = listener).mapEmpty();
+  }
+
+  /**
+   * An admin command from the health port's endpoint, handed to this replica's breaker on its local-only address from
+   * this verticle's context (the endpoint runs on the listener's own Vert.x); completes on this replica's loop.
+   */
+  private Future<JsonObject> adminLocally(JsonObject body) {
+    io.vertx.core.Promise<JsonObject> answered = io.vertx.core.Promise.promise();
+    context.runOnContext(v -> vertx.eventBus().<JsonObject>request(Addresses.ADMIN_LOCAL, body,
+            new io.vertx.core.eventbus.DeliveryOptions().setLocalOnly(true).setSendTimeout(ADMIN_TIMEOUT_MS))
+        .map(io.vertx.core.eventbus.Message::body).onComplete(answered));
+    return answered.future();
   }
 
   /** This replica's standing in its cluster ({@link narwhal.common.bus.ClusterView}, docs/metrics.md). */

@@ -75,6 +75,11 @@ public final class Addresses {
   public static final String CONFIG_RELOAD = "narwhal.config.reload";
   /** Request-reply admin commands (docs/operations.md#admin-commands): an {@link AdminCommand}. */
   public static final String ADMIN = "narwhal.admin";
+  /**
+   * Request-reply, local only: the same commands from the admin endpoint of this replica's health port
+   * (docs/operations.md#admin-commands); never registered on the cluster, so no other member can answer it.
+   */
+  public static final String ADMIN_LOCAL = "narwhal.admin-local";
 
   private Addresses() {
   }

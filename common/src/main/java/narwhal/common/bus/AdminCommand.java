@@ -6,7 +6,7 @@ import java.util.Optional;
 
 /**
  * The admin commands of docs/operations.md#admin-commands, as the {@code narwhal admin} command line sends them and the breaker serves them
- * on {@link Addresses#ADMIN} ({@code {"command": wire name, "args": {...}}}, header {@code token}).
+ * on {@link Addresses#ADMIN} ({@code {"command": wire name, "args": {...}, "proof": {...}}}, see {@link AdminProof}).
  */
 public enum AdminCommand {
   STATE("state", false, false),
