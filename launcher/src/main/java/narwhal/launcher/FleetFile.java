@@ -63,6 +63,12 @@ final class FleetFile {
     } catch (ConfigException e) {
       throw new CommandFailure("fleet file " + fleet + " refused: " + e.getMessage());
     }
+    List<String> links = ConfigOverrides.serviceLinks(environment);
+    if (!links.isEmpty()) {
+      System.err.println("narwhal: " + links.size() + " environment variable(s) look like Kubernetes service links ("
+          + String.join(", ", links.subList(0, Math.min(4, links.size()))) + (links.size() > 4 ? ", …" : "")
+          + "): ignored, not read as overrides; set enableServiceLinks: false on the pod to drop them");
+    }
     for (String name : ConfigOverrides.unmatched(environment, config)) {
       System.err.println("narwhal: environment variable " + name + " names no fleet-file key; ignored");
     }

@@ -15,6 +15,7 @@ final class ServeCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     NarwhalConfig config = options.config();
+    if (config.logging().format() == narwhal.common.config.LoggingConfig.Format.JSON) JsonLogFormatter.install();
     NarwhalNode node = options.start(config);
     System.out.println("narwhal serving " + String.join(", ", config.models()) + " on port " + node.port() + "; " + node.describe());
     return ServeOptions.serveUntilStopped(node, true);

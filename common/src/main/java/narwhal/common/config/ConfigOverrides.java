@@ -60,7 +60,9 @@ public final class ConfigOverrides {
     List<Override> list = new ArrayList<>();
     new TreeMap<>(environment).forEach((name, value) -> {
       String key = KEY_BY_ENV_NAME.get(name);
-      if (key != null) list.add(new Override(key, value, "environment variable " + name));
+      if (key != null && !SERVICE_LINK_VALUE.matcher(value).matches()) {
+        list.add(new Override(key, value, "environment variable " + name));
+      }
     });
     for (String assignment : assignments) {
       int eq = assignment.indexOf('=');
@@ -103,8 +105,28 @@ public final class ConfigOverrides {
     Set<String> named = new HashSet<>();
     named.add("NARWHAL_JAVA_OPTS");
     collectEnvNames(config.toJson(), named);
+    List<String> links = serviceLinks(environment);
     return environment.keySet().stream().filter(n -> n.startsWith(ENV_PREFIX) && !KEY_BY_ENV_NAME.containsKey(n)
-        && !named.contains(n)).sorted().toList();
+        && !named.contains(n) && !links.contains(n)).sorted().toList();
+  }
+
+  /**
+   * A value Kubernetes gives a service link ({@code NARWHAL_SERVER_PORT=tcp://10.96.0.12:12000} for a Service named
+   * {@code narwhal-server}): never an override, whatever key its name matches.
+   */
+  static final java.util.regex.Pattern SERVICE_LINK_VALUE = java.util.regex.Pattern.compile("(?i)(tcp|udp|sctp)://\\S+:\\d+");
+  /** The names of Kubernetes' other service-link variables ({@code *_SERVICE_HOST}, {@code *_PORT_12000_TCP_ADDR}, ...). */
+  private static final java.util.regex.Pattern SERVICE_LINK_NAME = java.util.regex.Pattern.compile(
+      ".*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT_\\d+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)");
+
+  /**
+   * The {@code NARWHAL_*} variables that look like Kubernetes service links (a Service whose name starts with
+   * {@code narwhal-} in the pod's namespace, unless the pod sets {@code enableServiceLinks: false}): left alone, sorted.
+   */
+  public static List<String> serviceLinks(Map<String, String> environment) {
+    return environment.entrySet().stream().filter(e -> e.getKey().startsWith(ENV_PREFIX)
+            && (SERVICE_LINK_VALUE.matcher(e.getValue()).matches() || SERVICE_LINK_NAME.matcher(e.getKey()).matches()))
+        .map(Map.Entry::getKey).sorted().toList();
   }
 
   /** Parses a fleet file's text with the overrides applied, validated as a whole. */

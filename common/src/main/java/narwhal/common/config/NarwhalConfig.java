@@ -29,7 +29,8 @@ public record NarwhalConfig(
     MetricsConfig metrics,
     SimConfig sim,
     PlacementConfig placement,
-    TelemetryConfig telemetry) {
+    TelemetryConfig telemetry,
+    LoggingConfig logging) {
 
   public static final String SCHEMA = "narwhal.fleet";
   public static final int SCHEMA_VERSION = 1;
@@ -68,9 +69,12 @@ public record NarwhalConfig(
       PlacementConfig.SECTION, PlacementConfig::read);
   static final Key<NarwhalConfig, TelemetryConfig> TELEMETRY = Key.section("telemetry", NarwhalConfig::telemetry,
       TelemetryConfig.SECTION, TelemetryConfig::read);
+  static final Key<NarwhalConfig, LoggingConfig> LOGGING = Key.section("logging", NarwhalConfig::logging,
+      LoggingConfig.SECTION, LoggingConfig::read);
   /** Every key of the fleet file, in the order {@link #toJson} writes them. */
   public static final Section<NarwhalConfig> FILE = new Section<>(SCHEMA_KEY, SCHEMA_VERSION_KEY, MODEL, ENGINES,
-      ENGINE_CONTRACT, SERVER, SERVING, ENGINE, RECOVERY, CLUSTER, ADMIN, JOURNAL, METRICS, SIM, PLACEMENT, TELEMETRY);
+      ENGINE_CONTRACT, SERVER, SERVING, ENGINE, RECOVERY, CLUSTER, ADMIN, JOURNAL, METRICS, SIM, PLACEMENT, TELEMETRY,
+      LOGGING);
 
   public NarwhalConfig {
     Objects.requireNonNull(model, "model");
@@ -88,6 +92,7 @@ public record NarwhalConfig(
     Objects.requireNonNull(sim, "sim");
     Objects.requireNonNull(placement, "placement");
     Objects.requireNonNull(telemetry, "telemetry");
+    Objects.requireNonNull(logging, "logging");
   }
 
   /** Parses the text of a fleet file; text that is not a JSON object is refused as malformed. */
@@ -102,7 +107,7 @@ public record NarwhalConfig(
   /** This configuration with {@code engines} in place of its own (the make-before-break of re-pointed engines). */
   public NarwhalConfig withEngines(List<EngineConfig> engines) {
     return new NarwhalConfig(model, engines, engineContract, server, serving, engine, recovery, cluster, admin, journal,
-        metrics, sim, placement, telemetry);
+        metrics, sim, placement, telemetry, logging);
   }
 
   public static NarwhalConfig fromJson(JsonObject json) {
@@ -121,7 +126,8 @@ public record NarwhalConfig(
     clientKeysAreNotTheEngineKey(server, engine);
     return new NarwhalConfig(model, engines, engineContract, server, servingConfig, engine,
         RecoveryConfig.read(r.section(RECOVERY.name(), RecoveryConfig.SECTION), engineContract != null),
-        r.get(CLUSTER), r.get(ADMIN), r.get(JOURNAL), r.get(METRICS), r.get(SIM), r.get(PLACEMENT), r.get(TELEMETRY));
+        r.get(CLUSTER), r.get(ADMIN), r.get(JOURNAL), r.get(METRICS), r.get(SIM), r.get(PLACEMENT), r.get(TELEMETRY),
+        r.get(LOGGING));
   }
 
   /** The sections the admin command line reads (docs/operations.md#admin-commands). */

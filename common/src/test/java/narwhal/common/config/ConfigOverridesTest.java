@@ -122,4 +122,23 @@ class ConfigOverridesTest {
     assertEquals(List.of("NARWHAL_SERVR_PORT"), ConfigOverrides.unmatched(env, overrides.parse(FILE)),
         "the variables the config names for secrets are not typos");
   }
+
+  @Test
+  void kubernetesServiceLinksAreNeitherOverridesNorTypos() {
+    Map<String, String> env = Map.of("NARWHAL_SERVER_PORT", "tcp://10.96.0.12:12000", "NARWHAL_SERVER_SERVICE_HOST", "10.96.0.12",
+        "NARWHAL_SERVER_SERVICE_PORT", "12000", "NARWHAL_SERVER_PORT_12000_TCP", "tcp://10.96.0.12:12000",
+        "NARWHAL_SERVER_PORT_12000_TCP_ADDR", "10.96.0.12", "NARWHAL_CLUSTER_PORT", "TCP://10.96.0.13:5701",
+        "NARWHAL_SERVING_MAX_ATTEMPTS", "2");
+    ConfigOverrides overrides = ConfigOverrides.of(env, List.of());
+    assertEquals(List.of(new ConfigOverrides.Override("serving.max_attempts", "2", "environment variable NARWHAL_SERVING_MAX_ATTEMPTS")),
+        overrides.list(), "a tcp:// value is a service link, not server.port or cluster.port");
+    NarwhalConfig config = overrides.parse(FILE);
+    assertEquals(2, config.serving().maxAttempts());
+    assertEquals(List.of(), ConfigOverrides.unmatched(env, config), "nor a typo to warn of");
+    assertEquals(List.of("NARWHAL_CLUSTER_PORT", "NARWHAL_SERVER_PORT", "NARWHAL_SERVER_PORT_12000_TCP",
+        "NARWHAL_SERVER_PORT_12000_TCP_ADDR", "NARWHAL_SERVER_SERVICE_HOST", "NARWHAL_SERVER_SERVICE_PORT"),
+        ConfigOverrides.serviceLinks(env));
+    assertThrows(ConfigException.class, () -> ConfigOverrides.of(Map.of("NARWHAL_SERVER_PORT", "12000x"), List.of()).parse(FILE),
+        "any other bad value is still refused");
+  }
 }
