@@ -49,6 +49,10 @@ final class InferenceHandler implements Handler<RoutingContext> {
       EdgeRefusal.refuse(ctx, rc, invalid.get(), RequestOutcome.INVALID);
       return;
     }
+    if ((clientRid == null || clientRid.isEmpty()) && body.getValue("request_id") instanceof String own && !RequestIdBound.accepts(own)) {
+      EdgeRefusal.refuse(ctx, rc, RequestIdBound.refusal("request_id", own), RequestOutcome.INVALID);
+      return;
+    }
     int prompts = chat ? 1 : RequestValidator.batch(body.getValue("prompt"));
     if (prompts > cfg.serving().maxBatchPrompts()) {
       EdgeRefusal.refuse(ctx, rc, tooManyPrompts(prompts, cfg.serving().maxBatchPrompts()), RequestOutcome.INVALID);

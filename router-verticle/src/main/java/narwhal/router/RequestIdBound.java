@@ -23,8 +23,13 @@ final class RequestIdBound {
 
   /** The 400 naming the header and the bound; the id itself is not repeated. */
   static EdgeError refusal(String id) {
+    return refusal("x-request-id", id);
+  }
+
+  /** The 400 naming {@code param} (the header or the body's {@code request_id}) and the bound. */
+  static EdgeError refusal(String param, String id) {
     String what = id.length() > MAX_CHARS ? id.length() + " characters" : "a character outside visible ASCII";
-    return EdgeError.invalid("x-request-id: expected at most " + MAX_CHARS + " visible ASCII characters (! to ~), got "
-        + what, "x-request-id");
+    return EdgeError.invalid(param + ": expected at most " + MAX_CHARS + " visible ASCII characters (! to ~), got "
+        + what, param);
   }
 }

@@ -118,4 +118,17 @@ class ClientIdsTest {
       assertTrue(h.engine("P0").requests().isEmpty() && h.engine("D0").requests().isEmpty(), "no engine asked");
     }
   }
+
+  /** The body's {@code request_id} answers for the request as the header does, so it has the header's bound. */
+  @Test
+  void aBodyRequestIdPastTheBoundIsRefusedNamingTheField() {
+    for (String bad : List.of("r".repeat(RequestIdBound.MAX_CHARS + 1), "split\r\nset-cookie: x=1", "caf\u00e9")) {
+      h.resetEngines();
+      RouterHarness.Reply refused = h.post("/v1/completions", completion(false).put("request_id", bad).toBuffer(), Map.of());
+      assertEquals(400, refused.status(), refused.body());
+      assertEquals("request_id", refused.error().getString("param"), refused.body());
+      assertFalse(refused.requestId().equals(bad), "the router's own id answers for it");
+      assertTrue(h.engine("P0").requests().isEmpty() && h.engine("D0").requests().isEmpty(), "no engine asked");
+    }
+  }
 }
