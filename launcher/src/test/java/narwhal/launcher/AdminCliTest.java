@@ -43,51 +43,37 @@ class AdminCliTest {
     h.close();
   }
 
-  private record Run(int exit, String out, String err) {
-  }
-
-  private static Run admin(UnaryOperator<String> env, String... args) {
+  private static AdminCliRun admin(UnaryOperator<String> env, String... args) {
     return admin(fleetFile, env, args);
   }
 
-  private static Run admin(Path fleet, UnaryOperator<String> env, String... args) {
-    AdminCli command = new AdminCli();
-    command.env = env;
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cli = AdminCli.badArgumentsExitOne(new CommandLine(command)).setOut(new PrintWriter(out, true))
-        .setErr(new PrintWriter(err, true));
-    String[] all = new String[args.length + 2];
-    System.arraycopy(args, 0, all, 0, args.length);
-    all[args.length] = "--fleet";
-    all[args.length + 1] = fleet.toString();
-    int exit = cli.execute(all);
-    return new Run(exit, out.toString(), err.toString());
+  private static AdminCliRun admin(Path fleet, UnaryOperator<String> env, String... args) {
+    return AdminCliRun.of(fleet, env, args);
   }
 
   @Test
   void stateThenEjectThenAWrongTokenIsRefused() {
-    Run state = admin(ClusterHarness.ENV, "state");
+    AdminCliRun state = admin(ClusterHarness.ENV, "state");
     assertEquals(0, state.exit(), state.err());
     assertTrue(state.out().contains("ENGINE") && state.out().lines().anyMatch(l -> l.startsWith("D0") && l.contains("serving")),
         state.out());
 
-    Run eject = admin(ClusterHarness.ENV, "eject", "D0");
+    AdminCliRun eject = admin(ClusterHarness.ENV, "eject", "D0");
     assertEquals(0, eject.exit(), eject.err());
     assertTrue(eject.out().startsWith("eject D0: done"), eject.out());
     assertTrue(eject.out().lines().anyMatch(l -> l.startsWith("D0") && l.contains("ejected") && l.contains("admin")), eject.out());
     h.awaitTrue("both replicas refuse D0", 10_000, () -> ClusterHarness.all(h.replicas, node -> h.refuses(node, "D0", Phase.DECODE)));
 
-    Run wrong = admin(name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? "not-the-token" : null, "readmit", "D0");
+    AdminCliRun wrong = admin(name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? "not-the-token" : null, "readmit", "D0");
     assertEquals(1, wrong.exit());
     assertEquals("narwhal admin: refused (401): admin token missing or wrong", wrong.err().strip());
 
-    Run missing = admin(name -> null, "readmit", "D0", "--json");
+    AdminCliRun missing = admin(name -> null, "readmit", "D0", "--json");
     assertEquals(1, missing.exit());
     assertEquals(401, new JsonObject(missing.out()).getJsonObject("error").getInteger("code"));
     assertTrue(missing.err().contains("$NARWHAL_ADMIN_TOKEN is not set"), missing.err());
 
-    Run json = admin(ClusterHarness.ENV, "readmit", "D0", "--json");
+    AdminCliRun json = admin(ClusterHarness.ENV, "readmit", "D0", "--json");
     assertEquals(0, json.exit(), json.err());
     JsonObject reply = new JsonObject(json.out());
     assertEquals("serving", ClusterHarness.engineIn(reply, "D0").getString("state"));
@@ -97,20 +83,20 @@ class AdminCliTest {
 
   @Test
   void argumentsAreCheckedBeforeJoiningAndBadOnesExitOne() {
-    Run noIid = admin(ClusterHarness.ENV, "eject");
+    AdminCliRun noIid = admin(ClusterHarness.ENV, "eject");
     assertEquals(1, noIid.exit());
     assertEquals("narwhal admin: eject needs the engine's iid, e.g. narwhal admin eject D0", noIid.err().strip());
-    Run noSeconds = admin(ClusterHarness.ENV, "quarantine", "D1");
+    AdminCliRun noSeconds = admin(ClusterHarness.ENV, "quarantine", "D1");
     assertEquals(1, noSeconds.exit());
     assertEquals("narwhal admin: quarantine needs --seconds S with 0.001 <= S <= 31536000 (a year)", noSeconds.err().strip());
-    Run forever = admin(ClusterHarness.ENV, "quarantine", "D1", "--seconds", "1e18");
+    AdminCliRun forever = admin(ClusterHarness.ENV, "quarantine", "D1", "--seconds", "1e18");
     assertEquals(1, forever.exit(), "no overflow to year -292274998");
-    Run unknown = admin(ClusterHarness.ENV, "explode");
+    AdminCliRun unknown = admin(ClusterHarness.ENV, "explode");
     assertEquals(1, unknown.exit());
     assertTrue(unknown.err().contains("\"explode\" is not a command"), unknown.err());
     assertEquals(1, admin(ClusterHarness.ENV, "quarantine", "D1", "--seconds", "abc").exit(), "a picocli parse error is a bad argument too");
     assertEquals(1, admin(ClusterHarness.ENV, "state", "--timeout=0").exit());
-    Run forceState = admin(ClusterHarness.ENV, "state", "--force");
+    AdminCliRun forceState = admin(ClusterHarness.ENV, "state", "--force");
     assertEquals(1, forceState.exit());
     assertEquals("narwhal admin: --force applies to eject, quarantine and drain only", forceState.err().strip());
   }
@@ -119,22 +105,22 @@ class AdminCliTest {
   void theLastDecodeEngineNeedsForceAndTheCommandWorksWhileTheRestOfTheFleetFileIsInvalid() throws Exception {
     Path broken = Files.createTempFile("narwhal-admin-broken", ".json");
     Files.writeString(broken, h.fleetJson().put("serving", new JsonObject().put("max_attempts", "five")).encodePrettily());
-    Run state = admin(broken, ClusterHarness.ENV, "state");
+    AdminCliRun state = admin(broken, ClusterHarness.ENV, "state");
     assertEquals(0, state.exit(), "only cluster.* and admin.* matter to the admin command: " + state.err());
 
     assertEquals(0, admin(ClusterHarness.ENV, "eject", "D0").exit());
-    Run last = admin(ClusterHarness.ENV, "eject", "D1");
+    AdminCliRun last = admin(ClusterHarness.ENV, "eject", "D1");
     assertEquals(1, last.exit(), last.out());
     assertEquals("narwhal admin: refused (400): eject D1 refused: it is the last serving engine that can take the decode phase,"
         + " so every request would fail; repeat with --force to do it anyway", last.err().strip());
     assertTrue(admin(ClusterHarness.ENV, "state").out().lines().anyMatch(l -> l.startsWith("D1") && l.contains("serving")),
         "the refused command changed nothing");
-    Run forced = admin(ClusterHarness.ENV, "drain", "D1", "--force");
+    AdminCliRun forced = admin(ClusterHarness.ENV, "drain", "D1", "--force");
     assertEquals(0, forced.exit(), forced.err());
     h.awaitTrue("both replicas refuse D1", 10_000, () -> ClusterHarness.all(h.replicas, node -> h.refuses(node, "D1", Phase.DECODE)));
 
     assertEquals(0, admin(ClusterHarness.ENV, "readmit", "D0").exit());
-    Run readmitDraining = admin(ClusterHarness.ENV, "readmit", "D1");
+    AdminCliRun readmitDraining = admin(ClusterHarness.ENV, "readmit", "D1");
     assertEquals(1, readmitDraining.exit(), "a drained engine is undrained, through the checks");
     assertEquals(0, admin(ClusterHarness.ENV, "undrain", "D1").exit());
     h.awaitTrue("both replicas place on D1 again", 10_000,

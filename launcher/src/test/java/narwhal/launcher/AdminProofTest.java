@@ -11,10 +11,7 @@ import narwhal.common.bus.Addresses;
 import narwhal.common.fault.Phase;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import picocli.CommandLine;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -38,21 +35,8 @@ class AdminProofTest {
   private static final JsonObject RECOVERY = new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000)
       .put("liveness_every", 100_000);
 
-  private record Run(int exit, String out, String err) {
-  }
-
-  private static Run admin(Path fleet, String... args) {
-    AdminCli command = new AdminCli();
-    command.env = ClusterHarness.ENV;
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cli = AdminCli.badArgumentsExitOne(new CommandLine(command)).setOut(new PrintWriter(out, true))
-        .setErr(new PrintWriter(err, true));
-    String[] all = new String[args.length + 2];
-    System.arraycopy(args, 0, all, 0, args.length);
-    all[args.length] = "--fleet";
-    all[args.length + 1] = fleet.toString();
-    return new Run(cli.execute(all), out.toString(), err.toString());
+  private static AdminCliRun admin(Path fleet, String... args) {
+    return AdminCliRun.of(fleet, ClusterHarness.ENV, args);
   }
 
   private static Path fleetFile(JsonObject fleet) throws Exception {
@@ -79,15 +63,15 @@ class AdminProofTest {
       NarwhalNode b = h.addReplica();
       Path fleet = fleetFile(h.fleetJson());
 
-      Run eject = admin(fleet, "eject", "D0");
+      AdminCliRun eject = admin(fleet, "eject", "D0");
       assertEquals(0, eject.exit(), eject.out() + eject.err());
       assertTrue(eject.out().startsWith("eject D0: done"), eject.out());
       h.awaitTrue("both replicas refuse D0", 10_000, () -> ClusterHarness.all(List.of(a, b), node -> h.refuses(node, "D0", Phase.DECODE)));
 
-      Run quarantine = admin(fleet, "quarantine", "D1", "--seconds", "0.75e3", "--force");
+      AdminCliRun quarantine = admin(fleet, "quarantine", "D1", "--seconds", "0.75e3", "--force");
       assertEquals(0, quarantine.exit(), "a fractional argument's proof survives the bus's JSON: " + quarantine.out() + quarantine.err());
       assertTrue(quarantine.out().startsWith("quarantine D1: done"), quarantine.out());
-      Run readmitD1 = admin(fleet, "readmit", "D1");
+      AdminCliRun readmitD1 = admin(fleet, "readmit", "D1");
       assertEquals(0, readmitD1.exit(), readmitD1.out() + readmitD1.err());
 
       JsonObject readmit = AdminProof.body(ClusterHarness.TOKEN, "readmit", new JsonObject().put("iid", "D0"), System.currentTimeMillis());
@@ -134,7 +118,7 @@ class AdminProofTest {
               .put("mac", "AAAA").put("_by", "forged").put("_tag", "AAAA"));
         }).completion());
 
-        Run withSecret = admin(fleetFile(h.fleetJson()), "drain", "D1");
+        AdminCliRun withSecret = admin(fleetFile(h.fleetJson()), "drain", "D1");
         assertEquals(2, withSecret.exit(), withSecret.out() + withSecret.err());
         assertTrue(!withSecret.out().contains("done"), withSecret.out());
         assertTrue(withSecret.err().startsWith("narwhal admin: drain D1: not believed: the reply does not verify with the cluster "
@@ -142,7 +126,7 @@ class AdminProofTest {
 
         JsonObject noSecret = h.fleetJson();
         noSecret.getJsonObject("cluster").remove("secret_file");
-        Run withTokenOnly = admin(fleetFile(noSecret), "drain", "D1");
+        AdminCliRun withTokenOnly = admin(fleetFile(noSecret), "drain", "D1");
         assertEquals(2, withTokenOnly.exit(), withTokenOnly.out() + withTokenOnly.err());
         assertTrue(!withTokenOnly.out().contains("done"), withTokenOnly.out());
         assertTrue(withTokenOnly.err().startsWith("narwhal admin: drain D1: not believed: the reply does not verify with the admin token"),

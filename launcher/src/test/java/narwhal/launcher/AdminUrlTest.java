@@ -4,10 +4,7 @@ import io.vertx.core.json.JsonObject;
 import narwhal.common.fault.Phase;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import picocli.CommandLine;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.function.UnaryOperator;
@@ -26,21 +23,8 @@ class AdminUrlTest {
   private static final JsonObject RECOVERY = new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000)
       .put("liveness_every", 100_000);
 
-  private record Run(int exit, String out, String err) {
-  }
-
-  private static Run admin(UnaryOperator<String> env, String... args) {
-    AdminCli command = new AdminCli();
-    command.env = env;
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cli = AdminCli.badArgumentsExitOne(new CommandLine(command)).setOut(new PrintWriter(out, true))
-        .setErr(new PrintWriter(err, true));
-    String[] all = new String[args.length + 2];
-    System.arraycopy(args, 0, all, 0, args.length);
-    all[args.length] = "--fleet";
-    all[args.length + 1] = Path.of("no-such-dir", "narwhal.json").toString();
-    return new Run(cli.execute(all), out.toString(), err.toString());
+  private static AdminCliRun admin(UnaryOperator<String> env, String... args) {
+    return AdminCliRun.of(Path.of("no-such-dir", "narwhal.json"), env, args);
   }
 
   private static String url(NarwhalNode node) {
@@ -58,37 +42,37 @@ class AdminUrlTest {
       NarwhalNode a = h.addReplica();
       NarwhalNode b = h.addReplica();
 
-      Run state = admin(ClusterHarness.ENV, "state", "--url", url(a));
+      AdminCliRun state = admin(ClusterHarness.ENV, "state", "--url", url(a));
       assertEquals(0, state.exit(), state.err());
       assertTrue(state.out().lines().anyMatch(l -> l.startsWith("D0") && l.contains("serving")), state.out());
       assertEquals(2, a.clusterMembers().size(), "no member joined for the command");
 
-      Run eject = admin(ClusterHarness.ENV, "eject", "D0", "--url", url(b) + "/");
+      AdminCliRun eject = admin(ClusterHarness.ENV, "eject", "D0", "--url", url(b) + "/");
       assertEquals(0, eject.exit(), eject.err());
       assertTrue(eject.out().startsWith("eject D0: done"), eject.out());
       h.awaitTrue("both replicas refuse D0", 10_000, () -> ClusterHarness.all(List.of(a, b), node -> h.refuses(node, "D0", Phase.DECODE)));
 
-      Run wrong = admin(name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? "not-the-token" : null, "readmit", "D0", "--url", url(a));
+      AdminCliRun wrong = admin(name -> "NARWHAL_ADMIN_TOKEN".equals(name) ? "not-the-token" : null, "readmit", "D0", "--url", url(a));
       assertEquals(1, wrong.exit(), wrong.out());
       assertEquals("narwhal admin: refused (401): admin token missing or wrong", wrong.err().strip());
-      Run missing = admin(name -> null, "readmit", "D0", "--url", url(a));
+      AdminCliRun missing = admin(name -> null, "readmit", "D0", "--url", url(a));
       assertEquals(1, missing.exit());
       assertTrue(missing.err().contains("refused (401)") && missing.err().contains("$NARWHAL_ADMIN_TOKEN is not set"), missing.err());
 
-      Run readmit = admin(ClusterHarness.ENV, "readmit", "D0", "--url", url(a) + AdminCli.ENDPOINT_PATH, "--json");
+      AdminCliRun readmit = admin(ClusterHarness.ENV, "readmit", "D0", "--url", url(a) + AdminCli.ENDPOINT_PATH, "--json");
       assertEquals(0, readmit.exit(), readmit.err());
       JsonObject reply = new JsonObject(readmit.out());
       assertEquals("serving", reply.getJsonObject("effect").getString("seen"));
       assertEquals("serving", ClusterHarness.engineIn(reply, "D0").getString("state"));
 
-      Run unknown = admin(ClusterHarness.ENV, "eject", "Z9", "--url", url(a));
+      AdminCliRun unknown = admin(ClusterHarness.ENV, "eject", "Z9", "--url", url(a));
       assertEquals(1, unknown.exit());
       assertEquals("narwhal admin: refused (400): eject: unknown engine Z9", unknown.err().strip());
     }
-    Run nobody = admin(ClusterHarness.ENV, "state", "--url", "http://127.0.0.1:9");
+    AdminCliRun nobody = admin(ClusterHarness.ENV, "state", "--url", "http://127.0.0.1:9");
     assertEquals(2, nobody.exit());
     assertTrue(nobody.err().startsWith("narwhal admin: cannot reach http://127.0.0.1:9/narwhal/admin"), nobody.err());
-    Run notHttp = admin(ClusterHarness.ENV, "state", "--url", "ftp://127.0.0.1:21");
+    AdminCliRun notHttp = admin(ClusterHarness.ENV, "state", "--url", "ftp://127.0.0.1:21");
     assertEquals(1, notHttp.exit());
     assertTrue(notHttp.err().startsWith("narwhal admin: --url: ftp://127.0.0.1:21 is not valid: expected http://host:port"), notHttp.err());
   }
@@ -105,7 +89,7 @@ class AdminUrlTest {
       h.awaitTrue("A's guard opens once its shared-state operations time out", 20_000,
           () -> h.breaker(a).map(s -> "open".equals(s.getString("shared_state"))));
 
-      Run eject = admin(ClusterHarness.ENV, "eject", "D1", "--url", url(a));
+      AdminCliRun eject = admin(ClusterHarness.ENV, "eject", "D1", "--url", url(a));
       assertEquals(3, eject.exit(), eject.out() + eject.err());
       assertTrue(!eject.out().contains("done"), eject.out());
       assertEquals("narwhal admin: eject D1: not done: asked D1 ejected, the shared state shows unreadable", eject.err().strip());
