@@ -171,8 +171,7 @@ final class ProbeScheduler {
 
   /** A probe's lease: longer than the longest probe (the lifecycle checks: three health-bounded reads, three legs). */
   private long probeLeaseMs() {
-    NarwhalConfig cfg = config.get();
-    return 3 * cfg.engine().healthTimeoutMs() + 4 * cfg.engine().firstTokenTimeoutMs() + cfg.engine().decodeReadTimeoutMs() + 1_000;
+    return config.get().engine().lifecycleCheckBoundMs();
   }
 
   private boolean serving(String iid) {

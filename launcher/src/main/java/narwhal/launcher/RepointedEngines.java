@@ -80,7 +80,7 @@ final class RepointedEngines implements BinaryOperator<NarwhalConfig> {
 
   private void check(EngineConfig candidate) {
     vertx.eventBus().<JsonObject>request(Addresses.CANDIDATE_CHECK, candidate.toJson(),
-            new DeliveryOptions().setLocalOnly(true).setSendTimeout(checkBoundMs()))
+            new DeliveryOptions().setLocalOnly(true).setSendTimeout(config.get().engine().lifecycleCheckBoundMs()))
         .onComplete(ar -> {
           boolean passed = ar.succeeded() && ar.result().body().getBoolean("passed", false);
           String why = ar.succeeded() ? ar.result().body().getString("why", "") : String.valueOf(ar.cause().getMessage());
@@ -123,12 +123,5 @@ final class RepointedEngines implements BinaryOperator<NarwhalConfig> {
     vertx.eventBus().publish(Addresses.ENGINES_REPOINTED, new JsonObject().put("iids", new JsonArray().add(candidate.iid())),
         new DeliveryOptions().setLocalOnly(true));
     vertx.eventBus().publish(Addresses.CONFIG_CHANGED, swapped.toJson(), new DeliveryOptions().setLocalOnly(true));
-  }
-
-  /** Longer than the longest readmission check (three health-bounded reads, three legs), as the breaker's lease. */
-  private long checkBoundMs() {
-    NarwhalConfig cfg = config.get();
-    return 3 * cfg.engine().healthTimeoutMs() + 4 * cfg.engine().firstTokenTimeoutMs() + cfg.engine().decodeReadTimeoutMs()
-        + 1_000;
   }
 }

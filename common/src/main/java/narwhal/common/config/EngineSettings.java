@@ -111,4 +111,12 @@ public record EngineSettings(
   public JsonObject toJson() {
     return SECTION.toJson(this);
   }
+
+  /**
+   * The bound of the breaker's lifecycle checks of one engine (three health-bounded reads, a generation and a KV
+   * transfer): a probe lease lasts this long, and a check of a re-pointed engine's new entry is waited for this long.
+   */
+  public long lifecycleCheckBoundMs() {
+    return 3 * healthTimeoutMs() + 4 * firstTokenTimeoutMs() + decodeReadTimeoutMs() + 1_000;
+  }
 }
