@@ -25,7 +25,10 @@ import java.util.function.UnaryOperator;
  * router as it goes. A failed row says why.
  */
 public final class Preflight {
-  /** Engines (then producer→consumer pairs) checked at once. */
+  /**
+   * Engines (then producer→consumer pairs) checked at once, never two checks on one engine; pairs go in diagonals
+   * (P0→D0, P1→D1, …, then P0→D1, …) so the next pair free of busy engines is near the head of the queue.
+   */
   static final int CHECKS_AT_ONCE = 8;
   private final Vertx vertx;
   private final NarwhalConfig cfg;
@@ -45,7 +48,7 @@ public final class Preflight {
   }
 
   /**
-   * Runs the checks (at most {@link #CHECKS_AT_ONCE} at once), reporting each result to {@code progress} as it completes. The checks run on a Vert.x
+   * Runs the checks (at most {@link #CHECKS_AT_ONCE} at once, one per engine), reporting each result to {@code progress} as it completes. The checks run on a Vert.x
    * context whoever calls: HTTP exchanges wired from a plain thread can lose a fast response.
    */
   public Future<PreflightReport> run(Consumer<PreflightReport.Check> progress) {
@@ -67,19 +70,31 @@ public final class Preflight {
       record.accept(new PreflightReport.Check("fleet", "engine key", false, "engine.engine_api_key_env names " + keyEnv
           + ", which is not set (or empty) in the environment: engines started with --api-key will refuse every request"));
     }
-    List<java.util.function.Function<Consumer<PreflightReport.Check>, Future<?>>> own = new ArrayList<>();
-    for (EngineConfig engine : cfg.engines()) own.add(rows -> engineChecks(engines, engine, rows));
-    List<java.util.function.Function<Consumer<PreflightReport.Check>, Future<?>>> transfers = new ArrayList<>();
-    for (EngineConfig producer : cfg.engines()) {
-      if (!producer.role().canPrefill()) continue;
-      for (EngineConfig consumer : cfg.engines()) {
-        if (!consumer.role().canDecode()) continue;
+    CheckQueue<PreflightReport.Check> own = new CheckQueue<>(CHECKS_AT_ONCE);
+    List<Integer> listed = new ArrayList<>();
+    for (EngineConfig engine : cfg.engines()) {
+      listed.add(own.size());
+      own.add(List.of(engine.iid()), rows -> engineChecks(engines, engine, rows));
+    }
+    CheckQueue<PreflightReport.Check> transfers = new CheckQueue<>(CHECKS_AT_ONCE);
+    List<int[]> diagonal = new ArrayList<>();
+    List<EngineConfig> producers = cfg.engines().stream().filter(e -> e.role().canPrefill()).toList();
+    List<EngineConfig> consumers = cfg.engines().stream().filter(e -> e.role().canDecode()).toList();
+    for (int p = 0; p < producers.size(); p++) {
+      EngineConfig producer = producers.get(p);
+      for (int c = 0; c < consumers.size(); c++) {
+        EngineConfig consumer = consumers.get(c);
         if (!consumer.model().equals(producer.model())) continue;
         if (consumer.iid().equals(producer.iid()) && sameModel(producer) > 1) continue;
-        transfers.add(rows -> transferCheck(engines, producer, consumer, rows));
+        diagonal.add(new int[] {Math.floorMod(c - p, consumers.size()), p, transfers.size()});
+        transfers.add(List.of(producer.iid(), consumer.iid()), rows -> transferCheck(engines, producer, consumer, rows));
       }
     }
-    return atOnce(own, progress, checks).compose(v -> atOnce(transfers, progress, checks)).eventually(engines::close)
+    diagonal.sort(java.util.Comparator.<int[]>comparingInt(d -> d[0]).thenComparingInt(d -> d[1]));
+    List<Integer> spread = diagonal.stream().map(d -> d[2]).toList();
+    return own.run(listed, progress).onSuccess(checks::addAll)
+        .compose(v -> transfers.run(spread, progress)).onSuccess(checks::addAll)
+        .eventually(engines::close)
         .map(v -> new PreflightReport(checks));
   }
 
@@ -105,39 +120,6 @@ public final class Preflight {
                   mismatch == null ? (pinned ? "matches" : "no contract pinned") : mismatch));
               return Future.succeededFuture();
             })));
-  }
-
-  /**
-   * Runs {@code tasks}, at most {@link #CHECKS_AT_ONCE} at a time (a fleet of many engines is checked in the time of a
-   * few, without opening a connection to every engine at once); each reports its rows to {@code progress} as they
-   * come, and the report keeps them in the tasks' order.
-   */
-  private static Future<Void> atOnce(List<java.util.function.Function<Consumer<PreflightReport.Check>, Future<?>>> tasks,
-                                     Consumer<PreflightReport.Check> progress, List<PreflightReport.Check> report) {
-    if (tasks.isEmpty()) return Future.succeededFuture();
-    List<List<PreflightReport.Check>> rows = new ArrayList<>();
-    tasks.forEach(t -> rows.add(new ArrayList<>()));
-    Promise<Void> done = Promise.promise();
-    int[] next = {0};
-    int[] left = {tasks.size()};
-    Runnable[] startNext = new Runnable[1];
-    startNext[0] = () -> {
-      int i = next[0]++;
-      if (i >= tasks.size()) return;
-      tasks.get(i).apply(row -> {
-        rows.get(i).add(row);
-        progress.accept(row);
-      }).onComplete(ar -> {
-        if (--left[0] == 0) {
-          rows.forEach(report::addAll);
-          done.complete();
-        } else {
-          startNext[0].run();
-        }
-      });
-    };
-    for (int k = 0; k < Math.min(CHECKS_AT_ONCE, tasks.size()); k++) startNext[0].run();
-    return done.future();
   }
 
   /**
