@@ -104,10 +104,10 @@ final class AdminHandler {
     this.state = state;
   }
 
-  /** The configured token: the value of the environment variable {@code tokenEnv} names, null when unset or empty. */
-  static Supplier<String> token(Supplier<String> tokenEnv, UnaryOperator<String> env) {
+  /** The configured token, read through {@code secrets} from the file or variable {@code source} names; null when unset or empty. */
+  static Supplier<String> token(Supplier<narwhal.common.config.SecretRef> source, UnaryOperator<String> secrets) {
     return () -> {
-      String value = env.apply(tokenEnv.get());
+      String value = secrets.apply(source.get().lookupName());
       return value == null || value.isEmpty() ? null : value;
     };
   }

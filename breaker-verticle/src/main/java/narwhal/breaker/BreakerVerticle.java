@@ -91,7 +91,7 @@ public final class BreakerVerticle extends VerticleBase {
     probes = new ProbeScheduler(vertx, config, book, prober, shared, sync, intake, metrics, journal);
     roster = new ReplicaRoster(vertx, shared, book, origin, config, registry);
     AdminHandler admin = new AdminHandler(vertx, book, intake, probes, metrics,
-        AdminHandler.token(() -> config.get().admin().tokenEnv(), env), this::state, roster, shared, System::currentTimeMillis);
+        AdminHandler.token(() -> config.get().admin().token(), env), this::state, roster, shared, System::currentTimeMillis);
     intake.probes(probes::run);
     sync.onExpiry(() -> intake.step(book::tick));
     guard.onClose(sync::resync);

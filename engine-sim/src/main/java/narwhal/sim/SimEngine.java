@@ -210,6 +210,14 @@ public final class SimEngine {
 
   // ---- package-private collaborators
 
+  /**
+   * The key the engine wants from now on, as a restart with another {@code --api-key} would (tests of a rotated
+   * engines' key keep the engine's address and state).
+   */
+  public void rotateApiKey(String key) {
+    options.setApiKey(key);
+  }
+
   /** The live options object (no copy): for the engine's own per-request use. */
   SimEngineOptions config() {
     return options;

@@ -82,7 +82,7 @@ public final class SimEngineOptions {
   private double kvTransferPerBlockMs = DEFAULT_KV_TRANSFER_PER_BLOCK_MS;
   private int requestLogLimit = DEFAULT_REQUEST_LOG_LIMIT;
   private String reasoningField = DEFAULT_REASONING_FIELD;
-  private String apiKey = DEFAULT_API_KEY;
+  private volatile String apiKey = DEFAULT_API_KEY;
   private boolean prefixCaching = DEFAULT_PREFIX_CACHING;
   private boolean logTokenize;
   private int maxNumSeqs = DEFAULT_MAX_NUM_SEQS;

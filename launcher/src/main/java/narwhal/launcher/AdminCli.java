@@ -162,7 +162,7 @@ final class AdminCli implements Callable<Integer> {
 
   /** Joins, sends, prints; the exit status. Bounded by the caller ({@code --timeout} plus the join's grace). */
   private int ask(NarwhalConfig.AdminView config, JsonObject args, PrintWriter out, PrintWriter err) {
-    String token = env.apply(config.admin().tokenEnv());
+    String token = adminToken(config);
     ClusterSeal seal;
     try {
       seal = new ClusterSeal(config.cluster().name(), ClusterSecret.load(config.cluster(), env), "narwhal-admin", where -> { });
@@ -247,7 +247,7 @@ final class AdminCli implements Callable<Integer> {
 
   /** Posts the command to a replica's admin endpoint and prints the answer; the exit status. */
   private int post(URI endpoint, NarwhalConfig.AdminView config, JsonObject args, PrintWriter out, PrintWriter err) {
-    String token = env.apply(config.admin().tokenEnv());
+    String token = adminToken(config);
     HttpRequest.Builder request = HttpRequest.newBuilder(endpoint).timeout(java.time.Duration.ofMillis((long) (timeoutS * 1000)))
         .header("content-type", "application/json")
         .POST(HttpRequest.BodyPublishers.ofString(new JsonObject().put("command", command).put("args", args).encode()));
@@ -288,7 +288,7 @@ final class AdminCli implements Callable<Integer> {
     if (json) out.println(new JsonObject().put("error", new JsonObject().put("code", status).put("message", message)).encodePrettily());
     out.flush();
     if (status >= 400 && status < 500 && status != 404) {
-      String hint = status == 401 && (token == null || token.isEmpty()) ? " ($" + config.admin().tokenEnv() + " is not set)" : "";
+      String hint = status == 401 && (token == null || token.isEmpty()) ? unsetHint(config) : "";
       err.println("narwhal admin: refused (" + status + "): " + message + hint);
       return 1;
     }
@@ -386,7 +386,7 @@ final class AdminCli implements Callable<Integer> {
         out.println(new JsonObject().put("error", new JsonObject().put("code", e.failureCode()).put("message", e.getMessage()))
             .encodePrettily());
       }
-      String hint = e.failureCode() == 401 && token == null ? " ($" + config.admin().tokenEnv() + " is not set)" : "";
+      String hint = e.failureCode() == 401 && token == null ? unsetHint(config) : "";
       err.println("narwhal admin: refused (" + e.failureCode() + "): " + e.getMessage() + hint);
       return 1;
     }
@@ -553,5 +553,16 @@ final class AdminCli implements Callable<Integer> {
       logger.setLevel(Level.OFF);
       QUIETED.add(logger);
     }
+  }
+
+  /** The admin token from {@code admin.token_file} or {@code admin.token_env}; null when unset or empty. */
+  private String adminToken(NarwhalConfig.AdminView config) {
+    String token = new narwhal.common.auth.SecretFiles(env).apply(config.admin().token().lookupName());
+    return token == null || token.isEmpty() ? null : token;
+  }
+
+  private static String unsetHint(NarwhalConfig.AdminView config) {
+    narwhal.common.config.SecretRef source = config.admin().token();
+    return source.file().isEmpty() ? " ($" + source.env() + " is not set)" : " (" + source.describe() + " is missing or empty)";
   }
 }

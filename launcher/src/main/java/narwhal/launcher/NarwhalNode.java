@@ -11,6 +11,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.SharedData;
 import io.vertx.micrometer.MicrometerMetricsOptions;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
+import narwhal.common.auth.SecretFiles;
 import narwhal.common.bus.Addresses;
 import narwhal.common.config.ConfigOverrides;
 import narwhal.common.config.EngineConfig;
@@ -40,6 +41,8 @@ import java.util.function.UnaryOperator;
  */
 public final class NarwhalNode {
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true).setSendTimeout(2_000);
+  /** How often the secret files are re-read. */
+  static final long SECRETS_PERIOD_MS = 1_000;
 
   private final Vertx vertx;
   private final PrometheusMeterRegistry registry;
@@ -85,6 +88,13 @@ public final class NarwhalNode {
                                    UnaryOperator<SharedData> sharedData) {
     Promise<NarwhalNode> started = Promise.promise();
     List<String> unchecked = new ArrayList<>();
+    UnaryOperator<String> secrets = env instanceof SecretFiles ? env : new SecretFiles(env);
+    start(config, mode, out, secrets, sharedData, started, unchecked);
+    return started.future();
+  }
+
+  private static void start(NarwhalConfig config, PreflightMode mode, Consumer<String> out, UnaryOperator<String> env,
+                            UnaryOperator<SharedData> sharedData, Promise<NarwhalNode> started, List<String> unchecked) {
     create(config, env).onFailure(started::fail).onSuccess(node -> node.startSims()
         .compose(v -> mode == PreflightMode.SKIP ? Future.succeededFuture()
             : new Preflight(node.vertx, config, node.facts, env).run(c -> out.accept(c.line())).compose(report -> {
@@ -109,20 +119,32 @@ public final class NarwhalNode {
         })
         .onSuccess(id -> {
           node.routerDeployment = id;
+          node.watchSecrets();
           started.complete(node);
         })
         // closing is not chained: the chain's futures belong to an event loop that close() ends
         .onFailure(err -> node.close().onComplete(x -> started.fail(err))));
-    return started.future();
+  }
+
+  /**
+   * Re-reads the secret files (client keys, ops and admin token, engine key) every second, off the event loop; a change
+   * is announced on {@link Addresses#SECRETS_CHANGED} so the router re-reads its keys, and read afresh by the rest at
+   * their next use: a rotated Kubernetes Secret needs no restart.
+   */
+  private void watchSecrets() {
+    if (!(env instanceof SecretFiles files)) return;
+    vertx.setPeriodic(SECRETS_PERIOD_MS, t -> vertx.executeBlocking(files::refresh, false).onSuccess(changed -> {
+      if (changed) vertx.eventBus().publish(Addresses.SECRETS_CHANGED, null, LOCAL);
+    }));
   }
 
   /** Runs preflight alone against the configured fleet (starting the embedded one if configured), never clustered. */
   public static Future<PreflightReport> preflight(NarwhalConfig config, Consumer<String> out) {
     NarwhalNode node = new NarwhalNode(Vertx.vertx(), new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), null, null, config,
-        System::getenv);
+        new SecretFiles(System::getenv));
     Promise<PreflightReport> done = Promise.promise();
     node.startSims()
-        .compose(v -> new Preflight(node.vertx, config, node.facts).run(c -> out.accept(c.line())))
+        .compose(v -> new Preflight(node.vertx, config, node.facts, node.env).run(c -> out.accept(c.line())))
         .onComplete(report -> node.close().onComplete(x -> done.handle(report)));
     return done.future();
   }
@@ -221,7 +243,11 @@ public final class NarwhalNode {
             new JsonObject().put("key", refused.key()).put("message", refused.getMessage()), LOCAL))
         .onUnreadable(why -> vertx.eventBus().publish(Addresses.CONFIG_REFUSED,
             new JsonObject().put("unreadable", true).put("message", why), LOCAL))
-        .staging(new RepointedEngines(vertx, config));
+        .staging(new RepointedEngines(vertx, config))
+        .verifying(next -> vertx.executeBlocking(() -> {
+          narwhal.router.Access.verifyStart(next, env);
+          return null;
+        }, false));
     return vertx.eventBus().<Object>consumer(Addresses.CONFIG_RELOAD, msg -> {
       JsonObject body = narwhal.common.bus.ClusterSeal.of(vertx).open(Addresses.CONFIG_RELOAD, msg.body());
       // sealed with the time it was sent: a replayed one is refused once older than the tolerated clock skew

@@ -39,6 +39,6 @@ class AdminJoinFailureTest {
 
   private static NarwhalConfig.AdminView view(int port) {
     return new NarwhalConfig.AdminView(new ClusterConfig(true, "narwhal", List.of("127.0.0.1:" + port), 5701, "127.0.0.1"),
-        new AdminConfig(AdminConfig.DEFAULT_TOKEN_ENV));
+        new AdminConfig(AdminConfig.DEFAULT_TOKEN_ENV, ""));
   }
 }

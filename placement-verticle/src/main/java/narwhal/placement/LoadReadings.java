@@ -61,7 +61,7 @@ final class LoadReadings {
   private final Supplier<NarwhalConfig> config;
   private final PlacementTable table;
   private final String replica;
-  private final String apiKey;
+  private final Supplier<String> apiKey;
   private final WebClient web;
   private final CircuitBreaker guard;
   private final MeterRegistry registry;
@@ -85,7 +85,7 @@ final class LoadReadings {
   /** Run when the view goes from {@code local} back to {@code cluster}: the replica may have missed the prefix exchange. */
   private final Runnable backOnCluster;
 
-  LoadReadings(Vertx vertx, SharedData data, Supplier<NarwhalConfig> config, PlacementTable table, String replica, String apiKey,
+  LoadReadings(Vertx vertx, SharedData data, Supplier<NarwhalConfig> config, PlacementTable table, String replica, Supplier<String> apiKey,
                MeterRegistry registry, Runnable backOnCluster) {
     this.vertx = vertx;
     this.data = data;
@@ -194,7 +194,8 @@ final class LoadReadings {
     long timeout = config.get().placement().metricsTimeoutMs();
     String url = engine.url().endsWith("/") ? engine.url() + "metrics" : engine.url() + "/metrics";
     HttpRequest<Buffer> request = web.getAbs(url).timeout(timeout);
-    if (!apiKey.isEmpty()) request.bearerTokenAuthentication(apiKey);
+    String key = apiKey.get();
+    if (!key.isEmpty()) request.bearerTokenAuthentication(key);
     return request.send().timeout(timeout, TimeUnit.MILLISECONDS).transform(ar -> {
       long now = System.currentTimeMillis();
       EngineLoad reading;

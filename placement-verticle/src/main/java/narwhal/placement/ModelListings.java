@@ -32,12 +32,12 @@ final class ModelListings {
   private final Vertx vertx;
   private final Supplier<NarwhalConfig> config;
   private final PlacementTable table;
-  private final String apiKey;
+  private final Supplier<String> apiKey;
   private final WebClient web;
   private final Set<String> inFlight = new HashSet<>();
   private long timer = -1;
 
-  ModelListings(Vertx vertx, Supplier<NarwhalConfig> config, PlacementTable table, String apiKey) {
+  ModelListings(Vertx vertx, Supplier<NarwhalConfig> config, PlacementTable table, Supplier<String> apiKey) {
     this.vertx = vertx;
     this.config = config;
     this.table = table;
@@ -90,7 +90,8 @@ final class ModelListings {
     long timeout = config.get().engine().healthTimeoutMs();
     String url = engine.url().endsWith("/") ? engine.url() + "v1/models" : engine.url() + "/v1/models";
     HttpRequest<Buffer> request = web.getAbs(url).timeout(timeout);
-    if (!apiKey.isEmpty()) request.bearerTokenAuthentication(apiKey);
+    String key = apiKey.get();
+    if (!key.isEmpty()) request.bearerTokenAuthentication(key);
     return request.send().timeout(timeout, TimeUnit.MILLISECONDS).compose(resp -> {
       if (resp.statusCode() != 200 || resp.body() == null) return Future.failedFuture("HTTP " + resp.statusCode());
       Object json;

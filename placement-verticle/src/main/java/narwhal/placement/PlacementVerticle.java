@@ -149,10 +149,10 @@ public final class PlacementVerticle extends VerticleBase {
           if (config != null) {
             NarwhalConfig cfg = config.get();
             loads = new LoadReadings(vertx, sharedData.apply(vertx.sharedData()), config, table, replica,
-                cfg.engine().engineApiKey(env), registry, () -> prefixes.snapshot("rejoin"));
+                () -> config.get().engine().engineApiKey(env), registry, () -> prefixes.snapshot("rejoin"));
             loads.track(cfg.engines());
             loads.arm();
-            listings = new ModelListings(vertx, config, table, cfg.engine().engineApiKey(env));
+            listings = new ModelListings(vertx, config, table, () -> config.get().engine().engineApiKey(env));
             listings.arm();
           }
         })

@@ -82,7 +82,7 @@ class EngineReadsTest {
     withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_interval_s", 60).put("metrics_timeout_s", 10), (fleet, config) -> {
       PlacementTable table = table(config);
       SimpleMeterRegistry registry = new SimpleMeterRegistry();
-      LoadReadings readings = new LoadReadings(vertx, vertx.sharedData(), () -> config, table, REPLICA, "", registry, () -> { });
+      LoadReadings readings = new LoadReadings(vertx, vertx.sharedData(), () -> config, table, REPLICA, () -> "", registry, () -> { });
       readings.track(config.engines());
       EngineLoad fresh = new EngineLoad("D0", 7, 2, 0.5, System.currentTimeMillis(), "replica-b", null);
       vertx.sharedData().<String, String>getAsyncMap(LoadReadings.LOADS)
@@ -112,7 +112,7 @@ class EngineReadsTest {
   void anEngineThatDoesNotAnswerIsAFailedReadingNeverAnIdleOne(Vertx vertx, VertxTestContext ctx) {
     withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_timeout_s", 1), (fleet, config) -> {
       SimpleMeterRegistry registry = new SimpleMeterRegistry();
-      LoadReadings readings = new LoadReadings(vertx, vertx.sharedData(), () -> config, table(config), REPLICA, "", registry, () -> { });
+      LoadReadings readings = new LoadReadings(vertx, vertx.sharedData(), () -> config, table(config), REPLICA, () -> "", registry, () -> { });
       readings.track(config.engines());
       fleet.engine("D0").stopListening()
           .compose(v -> readings.read(config.engine("D0").orElseThrow()))
@@ -130,7 +130,7 @@ class EngineReadsTest {
   void anAdapterGoesOnlyToTheEnginesWhoseListingHoldsIt(Vertx vertx, VertxTestContext ctx) {
     withEngines(vertx, ctx, new JsonObject(), (fleet, config) -> {
       PlacementTable table = table(config);
-      ModelListings listings = new ModelListings(vertx, () -> config, table, "");
+      ModelListings listings = new ModelListings(vertx, () -> config, table, () -> "");
       assertFalse(table.knows("sql-adapter"), "nothing is listed before a reading");
       listings.arm();
       until(vertx, () -> table.knows("sql-adapter") && table.servedCards().size() == 2).onComplete(ctx.succeeding(v -> ctx.verify(() -> {

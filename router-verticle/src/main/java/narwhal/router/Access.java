@@ -3,31 +3,48 @@ package narwhal.router;
 import narwhal.common.auth.BearerKeys;
 import narwhal.common.config.ConfigException;
 import narwhal.common.config.NarwhalConfig;
+import narwhal.common.config.SecretRef;
 
 import java.util.function.UnaryOperator;
 
 /**
- * Who may call the router (docs/configuration.md {@code server.api_key_env}, {@code server.ops_token_env}): the client keys
- * that {@code /v1/*} then needs and the token that {@code /metrics} and {@code /narwhal/state} then need, read from
- * the environment variables the fleet file names. {@code /health} and {@code /ready} are always open. The engines'
+ * Who may call the router (docs/configuration.md {@code server.api_key_env}/{@code _file}, {@code server.ops_token_env}/
+ * {@code _file}): the client keys that {@code /v1/*} then needs and the token that {@code /metrics} and
+ * {@code /narwhal/state} then need, read from the files or environment variables the fleet file names. {@code /health} and {@code /ready} are always open. The engines'
  * key ({@code engine.engine_api_key_env}) is refused as a client key or ops token.
  */
-record Access(BearerKeys clients, BearerKeys ops) {
+public record Access(BearerKeys clients, BearerKeys ops) {
 
-  /** Reads the keys for {@code cfg}; refuses (naming the key) a named variable that is unset, or the engines' key. */
-  static Access resolve(NarwhalConfig cfg, UnaryOperator<String> env) {
-    BearerKeys clients = BearerKeys.fromEnv("server.api_key_env", cfg.server().apiKeyEnv(), env);
-    BearerKeys ops = BearerKeys.fromEnv("server.ops_token_env", cfg.server().opsTokenEnv(), env);
+  /**
+   * Reads the keys for {@code cfg} through {@code env} (a {@link narwhal.common.auth.SecretFiles} or an environment);
+   * refuses (naming the key) a named file or variable that is missing or empty, or the engines' key.
+   */
+  public static Access resolve(NarwhalConfig cfg, UnaryOperator<String> env) {
+    BearerKeys clients = BearerKeys.from(cfg.server().apiKey(), env);
+    BearerKeys ops = BearerKeys.from(cfg.server().opsToken(), env);
     String engineKey = cfg.engine().engineApiKey(env);
     if (!engineKey.isEmpty()) {
-      if (clients.matches(engineKey)) throw engineKeyReused("server.api_key_env", cfg.server().apiKeyEnv());
-      if (ops.matches(engineKey)) throw engineKeyReused("server.ops_token_env", cfg.server().opsTokenEnv());
+      if (clients.matches(engineKey)) throw engineKeyReused(cfg.server().apiKey(), cfg);
+      if (ops.matches(engineKey)) throw engineKeyReused(cfg.server().opsToken(), cfg);
     }
     return new Access(clients, ops);
   }
 
-  private static ConfigException engineKeyReused(String key, String envName) {
-    return new ConfigException(key, key + ": a key in " + envName + " is the engines' key (engine.engine_api_key_env): "
-        + "expected client keys different from the engines' key");
+  private static ConfigException engineKeyReused(SecretRef source, NarwhalConfig cfg) {
+    return new ConfigException(source.key(), source.key() + ": a key in " + source.describe() + " is the engines' key ("
+        + cfg.engine().engineApiKey().key() + "): expected client keys different from the engines' key");
+  }
+
+  /**
+   * Refuses {@code cfg} when a fresh start with it would stop: a client key or ops token source that cannot be read,
+   * or an engines' key file or variable named but missing or empty (preflight would fail every engine).
+   */
+  public static void verifyStart(NarwhalConfig cfg, UnaryOperator<String> env) {
+    resolve(cfg, env);
+    SecretRef engine = cfg.engine().engineApiKey();
+    if (engine.configured() && cfg.engine().engineApiKey(env).isEmpty()) {
+      throw new ConfigException(engine.key(), engine.key() + ": " + engine.describe() + (engine.file().isEmpty()
+          ? " is not set" : " is missing, unreadable") + " or empty: expected the engines' API key (vLLM --api-key)");
+    }
   }
 }

@@ -65,10 +65,11 @@ public final class Preflight {
       checks.add(c);
       progress.accept(c);
     };
-    String keyEnv = cfg.engine().engineApiKeyEnv();
-    if (!keyEnv.isEmpty() && cfg.engine().engineApiKey(env).isEmpty()) {
-      record.accept(new PreflightReport.Check("fleet", "engine key", false, "engine.engine_api_key_env names " + keyEnv
-          + ", which is not set (or empty) in the environment: engines started with --api-key will refuse every request"));
+    narwhal.common.config.SecretRef key = cfg.engine().engineApiKey();
+    if (key.configured() && cfg.engine().engineApiKey(env).isEmpty()) {
+      record.accept(new PreflightReport.Check("fleet", "engine key", false, key.key() + " names " + key.describe()
+          + ", which is " + (key.file().isEmpty() ? "not set (or empty)" : "missing, unreadable or empty")
+          + ": engines started with --api-key will refuse every request"));
     }
     CheckQueue<PreflightReport.Check> own = new CheckQueue<>(CHECKS_AT_ONCE);
     List<Integer> listed = new ArrayList<>();

@@ -40,7 +40,7 @@ final class RouterInstance extends VerticleBase {
   public Future<?> start() {
     NarwhalConfig cfg = replica.config().get();
     engines = new EngineClient(vertx, new EngineClientOptions(cfg.engine().connectTimeoutMs(), cfg.engine().maxConnectionsPerEngine(),
-        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, cfg.engine().engineApiKey(replica.env())));
+        cfg.serving().maxResponseBytes(), EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, () -> replica.config().get().engine().engineApiKey(replica.env())));
     RouterContext ctx = new RouterContext(vertx, replica.config(), engines, new ControlBusClient(vertx, replica.metrics()),
         replica.retryBudget(), replica.facts(), replica.journal(), replica.metrics(), () -> ThreadLocalRandom.current().nextDouble(),
         replica.admission(), new EndOfTurn(context), replica.models(), replica.tracing());

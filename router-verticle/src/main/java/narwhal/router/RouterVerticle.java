@@ -110,6 +110,7 @@ public final class RouterVerticle extends VerticleBase {
         if (event != null && event.state() == narwhal.common.bus.EngineState.SERVING) relearner.readmitted(event.iid());
       });
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
+      vertx.eventBus().<Object>localConsumer(Addresses.SECRETS_CHANGED, msg -> reread(config.get(), "a secret file changed"));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> {
         if (msg.body() != null && msg.body().getBoolean("unreadable", false)) metrics.configUnreadable();
         else metrics.configReload(false);
@@ -214,10 +215,15 @@ public final class RouterVerticle extends VerticleBase {
     shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     shared.metrics().track(cfg.engines());
     shared.models().register(cfg.models());
+    reread(cfg, "reloaded fleet file");
+  }
+
+  /** Re-reads the client keys and ops token; one that cannot be read keeps the previous ones (logged with {@code why}). */
+  private void reread(NarwhalConfig cfg, String why) {
     try {
       shared.access().set(Access.resolve(cfg, env));
     } catch (ConfigException e) {
-      LOG.warning(() -> "reloaded fleet file: keeping the previous client keys and ops token: " + e.getMessage());
+      LOG.warning(() -> why + ": keeping the previous client keys and ops token: " + e.getMessage());
     }
   }
 

@@ -26,7 +26,7 @@ class AccessTest {
     ConfigException client = assertThrows(ConfigException.class, () -> Access.resolve(fleet("KEYS", "", "ENGINE"),
         Map.of("KEYS", "a,shared", "ENGINE", "shared")::get));
     assertEquals("server.api_key_env", client.key());
-    assertEquals("server.api_key_env: a key in KEYS is the engines' key (engine.engine_api_key_env): expected client "
+    assertEquals("server.api_key_env: a key in the environment variable KEYS is the engines' key (engine.engine_api_key_env): expected client "
         + "keys different from the engines' key", client.getMessage());
     ConfigException ops = assertThrows(ConfigException.class, () -> Access.resolve(fleet("", "OPS", "ENGINE"),
         Map.of("OPS", "shared", "ENGINE", "shared")::get));

@@ -131,7 +131,7 @@ class KeyedEnginesTest {
           report.checks().stream().map(PreflightReport.Check::target).toList(), "the report keeps the fleet's order");
       assertTrue(report.checks().stream().noneMatch(c -> c.detail() == null || c.detail().isBlank()), report.table());
       assertTrue(report.checks().contains(new PreflightReport.Check("fleet", "engine key", false,
-          "engine.engine_api_key_env names NARWHAL_TEST_UNSET_KEY, which is not set (or empty) in the environment: "
+          "engine.engine_api_key_env names the environment variable NARWHAL_TEST_UNSET_KEY, which is not set (or empty): "
               + "engines started with --api-key will refuse every request")), report.table());
       assertTrue(report.checks().contains(new PreflightReport.Check("P0", "health", true, "200")), "/health stays open");
       assertTrue(report.checks().contains(new PreflightReport.Check("D0", "model", false,

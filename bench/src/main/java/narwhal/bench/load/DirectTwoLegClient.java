@@ -30,7 +30,7 @@ public final class DirectTwoLegClient implements AutoCloseable {
 
   public DirectTwoLegClient(Vertx vertx, List<String> producers, List<String> consumers, String model, int connectionsPerEngine) {
     this.engines = new EngineClient(vertx, new EngineClientOptions(10_000, connectionsPerEngine,
-        EngineClientOptions.DEFAULT_MAX_RESPONSE_BYTES, EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, ""));
+        EngineClientOptions.DEFAULT_MAX_RESPONSE_BYTES, EngineClientOptions.DEFAULT_MAX_EVENT_BYTES, () -> ""));
     this.producers = List.copyOf(producers);
     this.consumers = List.copyOf(consumers);
     this.model = model;

@@ -35,16 +35,17 @@ public final class BearerKeys {
   }
 
   /**
-   * The keys held by the environment variable {@code envName}, comma-separated (blanks around a key are dropped);
-   * {@code envName} "" is open. A named variable that is unset or holds no key is refused naming {@code configKey}:
-   * an operator who asked for keys never gets an open router by mistake.
+   * The keys {@code source} holds, read through {@code secrets}: comma-separated or one per line, blanks around a key
+   * dropped; none configured is open. A named file or variable that is missing, unreadable or holds no key is refused
+   * naming its config key: an operator who asked for keys never gets an open router by mistake.
    */
-  public static BearerKeys fromEnv(String configKey, String envName, UnaryOperator<String> env) {
-    if (envName.isEmpty()) return OPEN;
-    List<String> keys = split(env.apply(envName));
+  public static BearerKeys from(narwhal.common.config.SecretRef source, UnaryOperator<String> secrets) {
+    if (!source.configured()) return OPEN;
+    List<String> keys = split(secrets.apply(source.lookupName()));
     if (keys.isEmpty()) {
-      throw new ConfigException(configKey, configKey + ": the environment variable " + envName
-          + " is not set or holds no key: expected one or more comma-separated keys");
+      String what = source.file().isEmpty() ? "is not set" : "is missing, unreadable";
+      throw new ConfigException(source.key(), source.key() + ": " + source.describe() + " " + what
+          + " or holds no key: expected one or more comma-separated keys");
     }
     return of(keys);
   }
@@ -53,7 +54,7 @@ public final class BearerKeys {
   public static List<String> split(String value) {
     List<String> keys = new ArrayList<>();
     if (value == null) return keys;
-    for (String part : value.split(",")) {
+    for (String part : value.split("[,\n]")) {
       if (!part.isBlank()) keys.add(part.strip());
     }
     return keys;

@@ -69,6 +69,8 @@ public final class Addresses {
    * address passed {@link #CANDIDATE_CHECK}, so the breaker keeps them serving across the change.
    */
   public static final String ENGINES_REPOINTED = "narwhal.fleet.repointed";
+  /** Local publish: a secret file (client keys, ops or admin token, engine key) changed and was re-read; no body. */
+  public static final String SECRETS_CHANGED = "narwhal.secrets.changed";
   /** Local publish: a changed fleet file was refused; {@code {"key", "message"}}. */
   public static final String CONFIG_REFUSED = "narwhal.config.refused";
   /** Cluster publish: every replica re-reads its fleet file now (the {@code reload-config} admin command). */

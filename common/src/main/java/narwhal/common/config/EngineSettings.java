@@ -8,7 +8,7 @@ import java.util.function.UnaryOperator;
  * How the router talks to every engine: per-leg timeouts (a first token must come within
  * {@code first_token_timeout_s}; a decode stream may be silent for at most
  * {@code decode_read_timeout_s}, 0 leaving it to the request deadline), the connection pool to each engine, how
- * long a prefilled KV cache stays leased, the KV connector, and the env var holding the engines' API key (empty: none).
+ * long a prefilled KV cache stays leased, the KV connector, and where the engines' API key comes from (a file or an env var; neither: none).
  */
 public record EngineSettings(
     double firstTokenTimeoutS,
@@ -18,7 +18,8 @@ public record EngineSettings(
     double healthTimeoutS,
     double kvLeaseS,
     String connector,
-    String engineApiKeyEnv) {
+    String engineApiKeyEnv,
+    String engineApiKeyFile) {
 
   public static final double DEFAULT_FIRST_TOKEN_TIMEOUT_S = 2.5;
   public static final double DEFAULT_DECODE_READ_TIMEOUT_S = 10;
@@ -53,9 +54,12 @@ public record EngineSettings(
   static final Key<EngineSettings, String> ENGINE_API_KEY_ENV = Key.string("engine_api_key_env",
       EngineSettings::engineApiKeyEnv, "");
 
+  static final Key<EngineSettings, String> ENGINE_API_KEY_FILE = Key.string("engine_api_key_file",
+      EngineSettings::engineApiKeyFile, "");
+
   static final Section<EngineSettings> SECTION = new Section<>(FIRST_TOKEN_TIMEOUT_S, DECODE_READ_TIMEOUT_S,
       CONNECT_TIMEOUT_S, MAX_CONNECTIONS_PER_ENGINE, POOL_TIMEOUT_S, HEALTH_TIMEOUT_S, KV_LEASE_S, CONNECTOR, DIALECT,
-      ENGINE_API_KEY_ENV);
+      ENGINE_API_KEY_ENV, ENGINE_API_KEY_FILE);
 
   public static EngineSettings defaults() {
     return read(SectionReader.empty("engine", SECTION), null);
@@ -73,8 +77,10 @@ public record EngineSettings(
     double kvLease = r.get(KV_LEASE_S);
     String connector = r.get(CONNECTOR);
     r.get(DIALECT);
-    return new EngineSettings(firstToken, decodeRead, connect, perEngine, health, kvLease, connector,
-        r.get(ENGINE_API_KEY_ENV));
+    String keyEnv = r.get(ENGINE_API_KEY_ENV);
+    String keyFile = r.get(ENGINE_API_KEY_FILE);
+    SecretRef.notBoth("engine.engine_api_key_file", keyFile, "engine.engine_api_key_env", keyEnv);
+    return new EngineSettings(firstToken, decodeRead, connect, perEngine, health, kvLease, connector, keyEnv, keyFile);
   }
 
   public long firstTokenTimeoutMs() {
@@ -98,13 +104,19 @@ public record EngineSettings(
     return Seconds.toMillis(kvLeaseS);
   }
 
+  /** Where the engines' API key comes from ({@code engine_api_key_file} or {@code engine_api_key_env}). */
+  public SecretRef engineApiKey() {
+    return new SecretRef("engine.engine_api_key_file", engineApiKeyFile, "engine.engine_api_key_env", engineApiKeyEnv);
+  }
+
   /**
-   * The engines' API key: the value of the environment variable {@code engine_api_key_env} names, read through
-   * {@code env}; empty when no variable is named or it is unset (requests then carry no key).
+   * The engines' API key, read through {@code secrets} (a {@link narwhal.common.auth.SecretFiles} or an environment);
+   * empty when none is configured or it is unset (requests then carry no key).
    */
-  public String engineApiKey(UnaryOperator<String> env) {
-    if (engineApiKeyEnv.isEmpty()) return "";
-    String value = env.apply(engineApiKeyEnv);
+  public String engineApiKey(UnaryOperator<String> secrets) {
+    String name = engineApiKey().lookupName();
+    if (name == null) return "";
+    String value = secrets.apply(name);
     return value == null ? "" : value.trim();
   }
 

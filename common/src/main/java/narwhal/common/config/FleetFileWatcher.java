@@ -38,6 +38,7 @@ public final class FleetFileWatcher {
   private boolean unreadable;
   private Consumer<String> onUnreadable = why -> { };
   private java.util.function.BinaryOperator<NarwhalConfig> staging = (previous, next) -> next;
+  private java.util.function.Function<NarwhalConfig, Future<Void>> verifying = next -> Future.succeededFuture();
   private long timer = -1;
   private boolean reading;
 
@@ -87,6 +88,16 @@ public final class FleetFileWatcher {
     return this;
   }
 
+  /**
+   * What a parsed text must also pass before it is applied, beyond the file itself: {@code verifying(parsed)} fails with
+   * a {@link ConfigException} for a configuration a fresh start would refuse (a secret file or variable it names is
+   * missing), and the text is refused as an invalid one is.
+   */
+  public FleetFileWatcher verifying(java.util.function.Function<NarwhalConfig, Future<Void>> verifying) {
+    this.verifying = verifying;
+    return this;
+  }
+
   public void stop() {
     if (timer >= 0) vertx.cancelTimer(timer);
   }
@@ -104,8 +115,9 @@ public final class FleetFileWatcher {
             unreadable = false;
             LOG.info(() -> "fleet file " + path + " is readable again");
           }
-          return consider(text, now);
+          return text;
         })
+        .compose(text -> consider(text, now))
         .onFailure(err -> {
           if (unreadable) return;
           unreadable = true;
@@ -119,32 +131,49 @@ public final class FleetFileWatcher {
         });
   }
 
-  private boolean consider(String text, boolean now) {
-    if (text.equals(lastText)) return false;
-    NarwhalConfig next;
+  private Future<Boolean> consider(String text, boolean now) {
+    if (text.equals(lastText)) return Future.succeededFuture(false);
+    NarwhalConfig parsed;
     try {
-      next = overrides.parse(text);
+      parsed = overrides.parse(text);
     } catch (ConfigException e) {
       if (!now && !text.equals(unsettled)) {
         unsettled = text;
-        return false;
+        return Future.succeededFuture(false);
       }
-      unsettled = null;
-      lastText = text;
-      LOG.warning(() -> "fleet file " + path + " refused, keeping the last good configuration: " + e.getMessage());
-      onRefused.accept(e);
-      return false;
+      refuse(text, e);
+      return Future.succeededFuture(false);
     }
     unsettled = null;
+    return verifying.apply(parsed).transform(ar -> {
+      if (ar.failed()) {
+        ConfigException e = ar.cause() instanceof ConfigException c ? c
+            : new ConfigException("", "the fleet file could not be checked: " + ar.cause().getMessage());
+        refuse(text, e);
+        return Future.succeededFuture(false);
+      }
+      apply(text, parsed);
+      return Future.succeededFuture(true);
+    });
+  }
+
+  private void refuse(String text, ConfigException e) {
+    unsettled = null;
+    lastText = text;
+    LOG.warning(() -> "fleet file " + path + " refused, keeping the last good configuration: " + e.getMessage());
+    onRefused.accept(e);
+  }
+
+  private void apply(String text, NarwhalConfig parsed) {
     lastText = text;
     NarwhalConfig previous;
+    NarwhalConfig next;
     synchronized (current) {
       previous = current.get();
-      next = staging.apply(previous, next);
+      next = staging.apply(previous, parsed);
       current.set(next);
     }
     LOG.info(() -> "fleet file " + path + " applied");
     onApplied.accept(previous, next);
-    return true;
   }
 }

@@ -142,13 +142,15 @@ public record NarwhalConfig(
     return new AdminView(r.get(CLUSTER), r.get(ADMIN));
   }
 
-  /** The engines' key must never open the router to clients: the two keys cannot come from one variable. */
+  /** The engines' key must never open the router to clients: the two keys cannot come from one variable or file. */
   private static void clientKeysAreNotTheEngineKey(ServerConfig server, EngineSettings engine) {
-    for (String env : List.of(server.apiKeyEnv(), server.opsTokenEnv())) {
-      if (!env.isEmpty() && env.equals(engine.engineApiKeyEnv())) {
-        String key = env.equals(server.apiKeyEnv()) ? "server.api_key_env" : "server.ops_token_env";
-        throw ConfigException.invalid(key, env, "a variable other than engine.engine_api_key_env (the engines' key is "
-            + "never a client key)");
+    String engineKey = engine.engineApiKey().lookupName();
+    if (engineKey == null) return;
+    for (SecretRef client : List.of(server.apiKey(), server.opsToken())) {
+      if (engineKey.equals(client.lookupName())) {
+        String value = client.file().isEmpty() ? client.env() : client.file();
+        throw ConfigException.invalid(client.key(), value, "a source other than " + engine.engineApiKey().key()
+            + " (the engines' key is never a client key)");
       }
     }
   }

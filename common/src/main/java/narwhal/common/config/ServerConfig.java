@@ -14,9 +14,10 @@ import io.vertx.core.json.JsonObject;
  * that has no request in flight for that long (0 = never); {@code max_connections} caps the client connections open at
  * once ({@link #AUTO_MAX_CONNECTIONS}: the process's descriptor limit less a reserve), a connection past it closed as
  * it arrives. Both are read as connections arrive and go idle, so a reload applies to what happens next.
+ * {@code api_key_file} and {@code ops_token_file} take the keys from a file instead (re-read when it changes).
  */
 public record ServerConfig(String host, int port, int eventLoops, String apiKeyEnv, String opsTokenEnv, CorsConfig cors,
-                           int healthPort, double idleTimeoutS, int maxConnections) {
+                           int healthPort, double idleTimeoutS, int maxConnections, String apiKeyFile, String opsTokenFile) {
 
   /** {@code server.health_port} unset: {@code /health} and {@code /ready} are answered on the client port only. */
   public static final int NO_HEALTH_PORT = -1;
@@ -37,6 +38,8 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
       ServerConfig::isEnvName, ENV_NAME_EXPECTATION);
   static final Key<ServerConfig, String> OPS_TOKEN_ENV = Key.text("ops_token_env", ServerConfig::opsTokenEnv, "",
       ServerConfig::isEnvName, ENV_NAME_EXPECTATION);
+  static final Key<ServerConfig, String> API_KEY_FILE = Key.string("api_key_file", ServerConfig::apiKeyFile, "");
+  static final Key<ServerConfig, String> OPS_TOKEN_FILE = Key.string("ops_token_file", ServerConfig::opsTokenFile, "");
   static final Key<ServerConfig, CorsConfig> CORS = Key.section("cors", ServerConfig::cors, CorsConfig.SECTION,
       CorsConfig::read);
   static final Key<ServerConfig, Integer> HEALTH_PORT = Key.integer("health_port", ServerConfig::healthPort,
@@ -46,8 +49,8 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
   static final Key<ServerConfig, Integer> MAX_CONNECTIONS = Key.integer("max_connections", ServerConfig::maxConnections,
       AUTO_MAX_CONNECTIONS, 0, Integer.MAX_VALUE);
 
-  static final Section<ServerConfig> SECTION = new Section<>(HOST, PORT, EVENT_LOOPS, API_KEY_ENV, OPS_TOKEN_ENV, CORS,
-      HEALTH_PORT, IDLE_TIMEOUT_S, MAX_CONNECTIONS);
+  static final Section<ServerConfig> SECTION = new Section<>(HOST, PORT, EVENT_LOOPS, API_KEY_ENV, API_KEY_FILE,
+      OPS_TOKEN_ENV, OPS_TOKEN_FILE, CORS, HEALTH_PORT, IDLE_TIMEOUT_S, MAX_CONNECTIONS);
 
   public static ServerConfig defaults() {
     return read(SectionReader.empty("server", SECTION));
@@ -61,8 +64,24 @@ public record ServerConfig(String host, int port, int eventLoops, String apiKeyE
       throw r.invalid(HEALTH_PORT.name(), "-1 (none), 0 (the OS picks one) or a port other than server.port (" + port
           + "), which the client traffic takes");
     }
-    return new ServerConfig(r.get(HOST), port, r.get(EVENT_LOOPS), r.get(API_KEY_ENV), r.get(OPS_TOKEN_ENV),
-        r.get(CORS), healthPort, r.get(IDLE_TIMEOUT_S), r.get(MAX_CONNECTIONS));
+    String apiKeyEnv = r.get(API_KEY_ENV);
+    String apiKeyFile = r.get(API_KEY_FILE);
+    SecretRef.notBoth("server.api_key_file", apiKeyFile, "server.api_key_env", apiKeyEnv);
+    String opsTokenEnv = r.get(OPS_TOKEN_ENV);
+    String opsTokenFile = r.get(OPS_TOKEN_FILE);
+    SecretRef.notBoth("server.ops_token_file", opsTokenFile, "server.ops_token_env", opsTokenEnv);
+    return new ServerConfig(r.get(HOST), port, r.get(EVENT_LOOPS), apiKeyEnv, opsTokenEnv,
+        r.get(CORS), healthPort, r.get(IDLE_TIMEOUT_S), r.get(MAX_CONNECTIONS), apiKeyFile, opsTokenFile);
+  }
+
+  /** Where the client API keys come from ({@code api_key_file} or {@code api_key_env}). */
+  public SecretRef apiKey() {
+    return new SecretRef("server.api_key_file", apiKeyFile, "server.api_key_env", apiKeyEnv);
+  }
+
+  /** Where the ops token comes from ({@code ops_token_file} or {@code ops_token_env}). */
+  public SecretRef opsToken() {
+    return new SecretRef("server.ops_token_file", opsTokenFile, "server.ops_token_env", opsTokenEnv);
   }
 
   /** {@code idle_timeout_s} in milliseconds; 0 when idle connections stay open. */

@@ -21,7 +21,7 @@ class BearerKeysTest {
 
   @Test
   void admitsOnlyBearerWithOneOfTheKeys() {
-    BearerKeys keys = BearerKeys.fromEnv("server.api_key_env", "KEYS", Map.of("KEYS", "k1,k2")::get);
+    BearerKeys keys = BearerKeys.from(variable("server.api_key_env", "KEYS"), Map.of("KEYS", "k1,k2")::get);
     assertTrue(keys.admits("Bearer k1"));
     assertTrue(keys.admits("bearer k2"));
     assertFalse(keys.admits("Bearer k3"));
@@ -34,13 +34,13 @@ class BearerKeysTest {
 
   @Test
   void noVariableNamedIsOpenButANamedVariableThatIsUnsetIsRefused() {
-    assertTrue(BearerKeys.fromEnv("server.api_key_env", "", name -> null).admits(null));
+    assertTrue(BearerKeys.from(variable("server.api_key_env", ""), name -> null).admits(null));
     ConfigException unset = assertThrows(ConfigException.class,
-        () -> BearerKeys.fromEnv("server.api_key_env", "KEYS", name -> null));
+        () -> BearerKeys.from(variable("server.api_key_env", "KEYS"), name -> null));
     assertEquals("server.api_key_env", unset.key());
     assertEquals("server.api_key_env: the environment variable KEYS is not set or holds no key: expected one or more "
         + "comma-separated keys", unset.getMessage());
-    assertThrows(ConfigException.class, () -> BearerKeys.fromEnv("server.ops_token_env", "T", name -> " , "));
+    assertThrows(ConfigException.class, () -> BearerKeys.from(variable("server.ops_token_env", "T"), name -> " , "));
   }
 
   @Test
@@ -49,5 +49,9 @@ class BearerKeysTest {
     assertFalse(BearerKeys.same("t0ken", "t0ke"));
     assertFalse(BearerKeys.same(null, null));
     assertFalse(BearerKeys.same("t0ken", null));
+  }
+
+  private static narwhal.common.config.SecretRef variable(String key, String name) {
+    return new narwhal.common.config.SecretRef(key.replace("_env", "_file"), "", key, name);
   }
 }

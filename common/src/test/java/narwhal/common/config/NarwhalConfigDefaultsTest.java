@@ -31,7 +31,7 @@ class NarwhalConfigDefaultsTest {
 
   @Test
   void serverDefaults() {
-    assertEquals(new ServerConfig("0.0.0.0", 8000, Runtime.getRuntime().availableProcessors(), "", "", narwhal.common.config.CorsConfig.defaults(), -1, 75.0, 0), config.server());
+    assertEquals(new ServerConfig("0.0.0.0", 8000, Runtime.getRuntime().availableProcessors(), "", "", narwhal.common.config.CorsConfig.defaults(), -1, 75.0, 0, "", ""), config.server());
   }
 
   @Test

@@ -35,7 +35,7 @@ public final class EngineChecks {
 
   private final Vertx vertx;
   private final Supplier<NarwhalConfig> config;
-  private final String apiKey;
+  private final Supplier<String> apiKey;
   private final WebClient web;
   private final EngineClient legs;
 
@@ -44,7 +44,7 @@ public final class EngineChecks {
     this.vertx = vertx;
     this.config = config;
     NarwhalConfig cfg = config.get();
-    this.apiKey = cfg.engine().engineApiKey(env);
+    this.apiKey = () -> config.get().engine().engineApiKey(env);
     int connectMs = (int) Math.min(Integer.MAX_VALUE, cfg.engine().connectTimeoutMs());
     this.web = WebClient.create(vertx, new WebClientOptions().setConnectTimeout(connectMs).setFollowRedirects(false)
         .setUserAgent("narwhal-checks"));
@@ -172,7 +172,8 @@ public final class EngineChecks {
   }
 
   private HttpRequest<Buffer> keyed(HttpRequest<Buffer> request) {
-    return apiKey.isEmpty() ? request : request.bearerTokenAuthentication(apiKey);
+    String key = apiKey.get();
+    return key.isEmpty() ? request : request.bearerTokenAuthentication(key);
   }
 
   /** "HTTP 401: Unauthorized": the status and the engine's own message when it gave one. */

@@ -243,7 +243,8 @@ public final class EngineClient {
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(join(baseUrl, endpoint))
         .putHeader("content-type", "application/json").putHeader("x-request-id", requestId);
     headers.forEach(options::putHeader);
-    if (!this.options.apiKey().isEmpty()) options.putHeader("authorization", "Bearer " + this.options.apiKey());
+    String key = this.options.apiKey().get();
+    if (!key.isEmpty()) options.putHeader("authorization", "Bearer " + key);
     return options;
   }
 
