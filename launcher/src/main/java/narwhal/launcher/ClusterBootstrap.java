@@ -87,6 +87,12 @@ public final class ClusterBootstrap {
           .setProperty("service-name", cluster.kubernetes().serviceName())
           .setProperty("service-port", String.valueOf(cluster.port()));
       if (!cluster.kubernetes().namespace().isEmpty()) k8s.setProperty("namespace", cluster.kubernetes().namespace());
+      if (!cluster.kubernetes().apiUrl().isEmpty()) k8s.setProperty("kubernetes-master", cluster.kubernetes().apiUrl());
+      // a plain-HTTP API (kubectl proxy beside the replica) has no certificate to check: Hazelcast would insist on the pod's CA file
+      if (cluster.kubernetes().apiUrl().startsWith("http://")) k8s.setProperty("ca-certificate", "");
+      // members are pods reached at their pod IPs: no look-up of public addresses (it needs RBAC on nodes and services,
+      // and its failed retries added ~16 s to every start)
+      k8s.setProperty("expose-externally", "false");
     } else {
       join.getKubernetesConfig().setEnabled(false);
       join.getTcpIpConfig().setMembers(cluster.members());

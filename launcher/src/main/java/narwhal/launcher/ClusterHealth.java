@@ -36,6 +36,7 @@ final class ClusterHealth implements ClusterView {
   private final Set<String> strangers = ConcurrentHashMap.newKeySet();
   private volatile HazelcastClusterManager manager;
   private volatile MemberProofs proofs;
+  private volatile PeerLookup peers;
   private String reported;
 
   private ClusterHealth(ClusterConfig cluster) {
@@ -54,8 +55,11 @@ final class ClusterHealth implements ClusterView {
    * becomes refused, a warning for a replica of another cluster knocking), and completes when the configured members
    * accept this replica, or fails after {@code cluster.join_timeout_s} with a message naming both sides.
    */
-  Future<Void> joined(Vertx vertx, HazelcastClusterManager manager) {
+  Future<Void> joined(Vertx vertx, HazelcastClusterManager manager, java.util.function.UnaryOperator<String> env) {
     this.manager = manager;
+    if (cluster.discovery() == ClusterConfig.Discovery.KUBERNETES) {
+      peers = PeerLookup.start(vertx, cluster.kubernetes(), env, PeerLookup.ACCOUNT);
+    }
     vertx.sharedData().getLocalMap(ClusterView.MAP).put(ClusterView.KEY, this);
     vertx.setPeriodic(1_000, t -> report());
     Promise<Void> accepted = Promise.promise();
@@ -87,6 +91,8 @@ final class ClusterHealth implements ClusterView {
 
   void close() {
     joinLog.close();
+    PeerLookup lookup = peers;
+    if (lookup != null) lookup.close();
   }
 
   private void report() {
@@ -128,7 +134,15 @@ final class ClusterHealth implements ClusterView {
 
   @Override
   public int membersExpected() {
-    return cluster.expectedMemberCount();
+    PeerLookup lookup = peers;
+    if (cluster.expectedMemberCount() > 0 || lookup == null) return cluster.expectedMemberCount();
+    return lookup.outcome().readyEndpoints();
+  }
+
+  @Override
+  public boolean discoveryFailing() {
+    PeerLookup lookup = peers;
+    return lookup != null && lookup.outcome().error() != null;
   }
 
   @Override
@@ -165,6 +179,8 @@ final class ClusterHealth implements ClusterView {
     if (!strangers.isEmpty()) json.put("refused_to", new JsonArray(strangers.stream().sorted().toList()));
     MemberProofs p = proofs;
     if (p != null) json.put("unverified_members", p.unverified());
+    PeerLookup lookup = peers;
+    if (lookup != null) json.put("discovery", lookup.outcome().toJson());
     return json;
   }
 

@@ -183,7 +183,7 @@ public final class NarwhalNode {
             return;
           }
           // closing is not chained: the chain's futures belong to an event loop that close() ends
-          health.joined(vertx, cluster).onSuccess(v -> created.complete(node))
+          health.joined(vertx, cluster, env).onSuccess(v -> created.complete(node))
               .onFailure(err -> node.close().onComplete(x -> created.fail(err)));
         });
     return created.future();

@@ -147,7 +147,12 @@ public final class RouterVerticle extends VerticleBase {
     io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.members", vertx, v -> narwhal.common.bus.ClusterView.of(v).membersSeen())
         .description("router replicas in the cluster this replica is in, itself included").register(registry);
     io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.members.expected", vertx,
-        v -> narwhal.common.bus.ClusterView.of(v).membersExpected()).description("router replicas the cluster should have (cluster.expected_members)")
+        v -> narwhal.common.bus.ClusterView.of(v).membersExpected())
+        .description("router replicas the cluster should have (cluster.expected_members, or the Kubernetes service's ready endpoints)")
+        .register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.discovery.failing", vertx,
+        v -> narwhal.common.bus.ClusterView.of(v).discoveryFailing() ? 1 : 0)
+        .description("1 while the look-up of the peers through Kubernetes discovery fails (RBAC, DNS, the API unreachable)")
         .register(registry);
     io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.refused", vertx, v -> narwhal.common.bus.ClusterView.of(v).refusal() == null ? 0 : 1)
         .description("1 while the members this replica is configured to join refuse it (another cluster.name or cluster.tls.enabled)")

@@ -17,7 +17,10 @@ public interface ClusterView extends Shareable {
   /** Router replicas (full members) in the cluster this replica is in, itself included. */
   int membersSeen();
 
-  /** How many it should have ({@code cluster.expected_members}); 0: no expectation. */
+  /**
+   * How many it should have: {@code cluster.expected_members}, the seed list's size, or with Kubernetes discovery the
+   * service's ready endpoints; 0: no expectation.
+   */
   int membersExpected();
 
   /** Why the members this replica is configured to join refuse it, or null when they do not. */
@@ -36,6 +39,11 @@ public interface ClusterView extends Shareable {
   /** Members of the cluster without a valid membership proof (docs/operations.md#threat-model); 0 without a cluster secret. */
   default int unverifiedMembers() {
     return 0;
+  }
+
+  /** True when the last look-up of the peers through the platform's discovery (Kubernetes) failed; see {@link #toJson}. */
+  default boolean discoveryFailing() {
+    return false;
   }
 
   JsonObject toJson();

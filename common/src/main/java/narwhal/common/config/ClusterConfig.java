@@ -239,9 +239,10 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
    * Hazelcast's Kubernetes discovery ({@code cluster.kubernetes}, used when {@code discovery} is {@code "kubernetes"}):
    * the members are the ready pods behind the service {@code service_name} in {@code namespace} ("" = the namespace
    * of the pod the replica runs in), found through the Kubernetes API (the pod's service account needs to read
-   * endpoints).
+   * endpoints). {@code api_url} is the Kubernetes API ("" = in-cluster: {@code KUBERNETES_SERVICE_HOST}), for
+   * Hazelcast's look-up and the replica's own check of the same look-up ({@code PeerLookup}).
    */
-  public record Kubernetes(String serviceName, String namespace) {
+  public record Kubernetes(String serviceName, String namespace, String apiUrl) {
 
     private static final String DNS_LABEL = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
     /** Required with Kubernetes discovery: {@link #read} is told whether it is used. */
@@ -250,11 +251,14 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     static final Key<Kubernetes, String> NAMESPACE = Key.text("namespace", Kubernetes::namespace, "",
         ns -> ns.isEmpty() || ns.matches(DNS_LABEL), "\"\" (the pod's own namespace) or a Kubernetes namespace name")
         .readAtStart();
-    static final Section<Kubernetes> SECTION = new Section<>(SERVICE_NAME, NAMESPACE);
+    static final Key<Kubernetes, String> API_URL = Key.text("api_url", Kubernetes::apiUrl, "",
+        url -> url.isEmpty() || url.matches("https?://[^/\\s]+/?"), "\"\" (in-cluster) or http(s)://host[:port]").readAtStart();
+    static final Section<Kubernetes> SECTION = new Section<>(SERVICE_NAME, NAMESPACE, API_URL);
 
     public Kubernetes {
       Objects.requireNonNull(serviceName, "serviceName");
       Objects.requireNonNull(namespace, "namespace");
+      Objects.requireNonNull(apiUrl, "apiUrl");
     }
 
     public static Kubernetes defaults() {
@@ -265,7 +269,7 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
       String serviceName = used ? r.text(SERVICE_NAME.name(), null, name -> name.matches(DNS_LABEL),
           "the name of the Kubernetes service of the router pods (cluster.discovery is \"kubernetes\")")
           : r.get(SERVICE_NAME);
-      return new Kubernetes(serviceName, r.get(NAMESPACE));
+      return new Kubernetes(serviceName, r.get(NAMESPACE), r.get(API_URL));
     }
 
     public JsonObject toJson() {

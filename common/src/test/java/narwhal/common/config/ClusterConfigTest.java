@@ -50,7 +50,7 @@ class ClusterConfigTest {
     ClusterConfig d = cluster("{}");
     assertEquals("", d.publicHost());
     assertEquals(ClusterConfig.Discovery.TCP_IP, d.discovery());
-    assertEquals(new ClusterConfig.Kubernetes("", ""), d.kubernetes());
+    assertEquals(new ClusterConfig.Kubernetes("", "", ""), d.kubernetes());
     refused("{\"public_host\": \"10.0.0.1:5701\"}", "cluster.public_host",
         "cluster.public_host: \"10.0.0.1:5701\" is not valid: expected \"\" or a host name or address without a port, "
             + "not a wildcard");
