@@ -39,7 +39,7 @@ class DecisionFileTest {
     Path secret = Files.writeString(dir.resolve(clusterName + ".secret"), secretText);
     ClusterConfig cluster = new ClusterConfig(true, clusterName, List.of("127.0.0.1"), 5701, "127.0.0.1", "",
         ClusterConfig.Discovery.TCP_IP, ClusterConfig.Kubernetes.defaults(), ClusterConfig.Tls.defaults(),
-        ClusterConfig.StateGuard.defaults(), "", 30, 0, secret.toString(), "", "");
+        ClusterConfig.StateGuard.defaults(), "", 30, 0, secret.toString(), "", "", 0);
     new ClusterSeal(clusterName, ClusterSecret.load(cluster, name -> null), "replica-a", where -> { }).publishOn(vertx);
   }
 

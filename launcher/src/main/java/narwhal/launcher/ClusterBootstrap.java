@@ -126,14 +126,14 @@ public final class ClusterBootstrap {
   }
 
   /**
-   * Sets the event bus of {@code options} for the cluster: bound to {@code cluster.host} on a free port, and with
+   * Sets the event bus of {@code options} for the cluster: bound to {@code cluster.host} on {@code cluster.event_bus_port} (0: a free one), and with
    * {@code cluster.tls} enabled, TLS verified at both ends (client authentication, and the client checks the server's
    * certificate), the PKCS12 key store serving as key and trust store once {@link ClusterKeyStore} has checked it.
    *
    * @param env reads the environment variable holding the key store password
    */
   public static VertxOptions eventBus(VertxOptions options, ClusterConfig cluster, UnaryOperator<String> env) {
-    EventBusOptions bus = options.getEventBusOptions().setHost(cluster.host()).setPort(0);
+    EventBusOptions bus = options.getEventBusOptions().setHost(cluster.host()).setPort(cluster.eventBusPort());
     if (!cluster.publicHost().isEmpty()) bus.setClusterPublicHost(cluster.publicHost());
     ClusterConfig.Tls tls = cluster.tls();
     if (tls.enabled()) {

@@ -21,7 +21,7 @@ import java.util.Objects;
 public record ClusterConfig(boolean enabled, String name, List<String> members, int port, String host,
                             String publicHost, Discovery discovery, Kubernetes kubernetes, Tls tls,
                             StateGuard sharedState, String decisionsPath, double joinTimeoutS, int expectedMembers,
-                            String secretFile, String secretEnv, String previousSecretFile) {
+                            String secretFile, String secretEnv, String previousSecretFile, int eventBusPort) {
 
   public static final String DEFAULT_NAME = "narwhal";
   public static final List<String> DEFAULT_MEMBERS = List.of("127.0.0.1");
@@ -62,11 +62,14 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
   static final Key<ClusterConfig, String> SECRET_FILE = Key.string("secret_file", ClusterConfig::secretFile, "").readAtStart();
   static final Key<ClusterConfig, String> SECRET_ENV = Key.string("secret_env", ClusterConfig::secretEnv, "").readAtStart();
   /** The secret before a rotation, accepted (never written) until every replica has the new one. */
+  /** 0: a free port; a fixed one for a firewall or a Kubernetes NetworkPolicy that admits only the cluster's ports. */
+  static final Key<ClusterConfig, Integer> EVENT_BUS_PORT = Key.integer("event_bus_port", ClusterConfig::eventBusPort, 0, 0, 65535)
+      .readAtStart();
   static final Key<ClusterConfig, String> PREVIOUS_SECRET_FILE = Key.string("previous_secret_file",
       ClusterConfig::previousSecretFile, "").readAtStart();
   static final Section<ClusterConfig> SECTION = new Section<>(ENABLED, NAME, MEMBERS, PORT, HOST, PUBLIC_HOST,
       DISCOVERY, KUBERNETES, TLS, SHARED_STATE, DECISIONS_PATH, JOIN_TIMEOUT_S, EXPECTED_MEMBERS, SECRET_FILE, SECRET_ENV,
-      PREVIOUS_SECRET_FILE);
+      PREVIOUS_SECRET_FILE, EVENT_BUS_PORT);
 
   /** How members find each other. */
   public enum Discovery {
@@ -105,7 +108,7 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
                        Discovery discovery, Kubernetes kubernetes, Tls tls, StateGuard sharedState, String decisionsPath,
                        double joinTimeoutS, int expectedMembers) {
     this(enabled, name, members, port, host, publicHost, discovery, kubernetes, tls, sharedState, decisionsPath, joinTimeoutS,
-        expectedMembers, "", "", "");
+        expectedMembers, "", "", "", 0);
   }
 
   /** Whether a cluster secret is configured (its file or its environment variable). */
@@ -163,7 +166,7 @@ public record ClusterConfig(boolean enabled, String name, List<String> members, 
     return new ClusterConfig(r.get(ENABLED), r.get(NAME), r.get(MEMBERS), r.get(PORT), r.get(HOST), r.get(PUBLIC_HOST),
         discovery, Kubernetes.read(r.section(KUBERNETES.name(), Kubernetes.SECTION), discovery == Discovery.KUBERNETES),
         r.get(TLS), r.get(SHARED_STATE), r.get(DECISIONS_PATH), r.get(JOIN_TIMEOUT_S), r.get(EXPECTED_MEMBERS),
-        r.get(SECRET_FILE), r.get(SECRET_ENV), r.get(PREVIOUS_SECRET_FILE));
+        r.get(SECRET_FILE), r.get(SECRET_ENV), r.get(PREVIOUS_SECRET_FILE), r.get(EVENT_BUS_PORT));
   }
 
   /** 0.0.0.0 or ::, which bind every interface but reach no one. */

@@ -24,7 +24,7 @@ class ClusterSealTest {
   private ClusterConfig cluster(String name, String secretFile, String previousFile) {
     return new ClusterConfig(true, name, List.of("127.0.0.1"), 5701, "127.0.0.1", "", ClusterConfig.Discovery.TCP_IP,
         ClusterConfig.Kubernetes.defaults(), ClusterConfig.Tls.defaults(), ClusterConfig.StateGuard.defaults(), "", 30, 0,
-        secretFile, "", previousFile);
+        secretFile, "", previousFile, 0);
   }
 
   private String file(String name, String text) throws Exception {
@@ -79,7 +79,7 @@ class ClusterSealTest {
     assertTrue(e.getMessage().startsWith("cluster.previous_secret_file: "), e.getMessage());
     ClusterConfig byEnv = new ClusterConfig(true, "prod", List.of("127.0.0.1"), 5701, "127.0.0.1", "", ClusterConfig.Discovery.TCP_IP,
         ClusterConfig.Kubernetes.defaults(), ClusterConfig.Tls.defaults(), ClusterConfig.StateGuard.defaults(), "", 30, 0,
-        "", "NARWHAL_CLUSTER_SECRET", "");
+        "", "NARWHAL_CLUSTER_SECRET", "", 0);
     e = assertThrows(IllegalArgumentException.class, () -> ClusterSecret.load(byEnv, env -> null));
     assertEquals("cluster.secret_env: the environment variable NARWHAL_CLUSTER_SECRET holding the cluster secret is not set", e.getMessage());
     assertTrue(ClusterSecret.load(byEnv, env -> "e".repeat(32)).enabled());
