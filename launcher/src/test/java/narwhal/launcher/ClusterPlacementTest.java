@@ -40,7 +40,7 @@ class ClusterPlacementTest {
         NarwhalNode first = replicas.get(group % 2);
         NarwhalNode other = replicas.get(1 - group % 2);
         JsonObject placed = place(first, affinity);
-        assertEquals("load", placed.getString("reason"), "a prefix seen for the first time goes by load");
+        assertEquals("new_prefix", placed.getString("reason"), "a prefix seen for the first time goes by rendezvous within the load bound");
         String home = placed.getString("iid");
         awaitKnown(h, other, group + 1);
         for (NarwhalNode node : List.of(other, first)) {
@@ -94,7 +94,7 @@ class ClusterPlacementTest {
       assertEquals(1, state(b).getJsonObject("placement").getInteger("prefixes_known"),
           "B learned the placement on P1 (the same url on both) and not the one on A's P0");
       JsonObject onBsP0 = place(b, onOldP0, List.of());
-      assertEquals("load", onBsP0.getString("reason"), "B's P0 (another engine) holds none of the prefix's blocks: " + onBsP0.encode());
+      assertEquals("new_prefix", onBsP0.getString("reason"), "B's P0 (another engine) holds none of the prefix's blocks: " + onBsP0.encode());
     }
   }
 

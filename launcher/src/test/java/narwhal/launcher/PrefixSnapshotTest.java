@@ -87,7 +87,7 @@ class PrefixSnapshotTest {
 
       String prompt = prompts.get(1);
       JsonObject onA = rows(journalA).get(1);
-      assertEquals("load", onA.getString("prefill_placement"), "a prompt seen for the first time goes by load: " + onA.encode());
+      assertEquals("new_prefix", onA.getString("prefill_placement"), "a prompt seen for the first time: " + onA.encode());
       assertEquals(200, complete(h, b, prompt));
       h.awaitTrue("B's journal has the request", 10_000, () -> Future.succeededFuture(rows(journalB).size() == 1));
       JsonObject onB = rows(journalB).get(0);
@@ -123,7 +123,7 @@ class PrefixSnapshotTest {
         JsonObject placed = place(b, affinity, List.of());
         assertEquals(List.of("P1", "prefix"), List.of(placed.getString("iid"), placed.getString("reason")), affinity + ": " + placed.encode());
       }
-      assertEquals("load", place(b, "prefix:on P0", List.of()).getString("reason"), "B's P0 is another engine, without the blocks");
+      assertEquals("new_prefix", place(b, "prefix:on P0", List.of()).getString("reason"), "B's P0 is another engine, without the blocks");
       JsonObject snapshot = snapshotOf(b);
       assertEquals(List.of("learned", 3, 2), List.of(snapshot.getString("outcome"), snapshot.getInteger("offered"),
           snapshot.getInteger("learned")), "three offered, two learned: " + snapshot);

@@ -51,6 +51,8 @@ final class PlacementTable {
   private long nextId;
   /** How long a failure streak weighs against an engine: fully at the failure, linearly less, nothing after this. */
   static final long STREAK_FORGET_MS = 30_000;
+  /** The reason of a prefix placed for the first time (no home known): by rendezvous within the load bound. */
+  static final String NEW_PREFIX = "new_prefix";
   private final PrefixIndex prefixes = new PrefixIndex();
 
   /** An engine as placement sees it. */
@@ -260,8 +262,21 @@ final class PlacementTable {
       } else if (prefix != null) {
         List<String> homes = prefixes.homes(prefix);
         int home = byPrefix(candidates, scores, homes);
-        chosen = home >= 0 ? candidates.get(home) : unread ? leastReserved(candidates, phase) : lowest(candidates, scores, phase);
-        reason = home >= 0 ? "prefix" : unread ? Reservation.LEAST_RESERVED : homes.isEmpty() ? "load" : "spill";
+        if (home >= 0) {
+          chosen = candidates.get(home);
+          reason = "prefix";
+        } else if (unread) {
+          chosen = leastReserved(candidates, phase);
+          reason = Reservation.LEAST_RESERVED;
+        } else if (homes.isEmpty()) {
+          // a prefix no replica placed lately: the first producer in its rendezvous order within the load bound, so
+          // every replica puts it in the same place before any gossip says where it went
+          chosen = candidates.get(Math.abs(byAffinity(candidates, scores, prefix)) - 1);
+          reason = NEW_PREFIX;
+        } else {
+          chosen = lowest(candidates, scores, phase);
+          reason = "spill";
+        }
       } else {
         chosen = lowest(candidates, scores, phase);
         reason = "load";

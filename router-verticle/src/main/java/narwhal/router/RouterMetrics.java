@@ -59,7 +59,7 @@ final class RouterMetrics {
   /** Engines removed by a reload whose series wait for their last leg to end. */
   private final Set<String> retired = ConcurrentHashMap.newKeySet();
   /** Why placement chose an engine (narwhal.common.bus.Reservation#reason), per phase. */
-  static final List<String> PLACEMENT_REASONS = List.of("prefix", "session", "spill", "load", "least_reserved", "only_candidate", "local");
+  static final List<String> PLACEMENT_REASONS = List.of("prefix", "new_prefix", "session", "spill", "load", "least_reserved", "only_candidate", "local");
   /** Per phase (ordinal), per reason: looked up per leg without building a key. */
   private final List<Map<String, Counter>> placements = List.of(new ConcurrentHashMap<>(), new ConcurrentHashMap<>());
 
