@@ -12,7 +12,8 @@ import java.util.logging.Logger;
 
 /**
  * {@code logging.format: "json"} (docs/operations.md#logs): one JSON object per line — {@code ts} (ISO-8601 UTC),
- * {@code level}, {@code logger}, {@code thread}, {@code message}, and {@code stack} (the whole stack trace as one
+ * {@code level}, {@code logger}, {@code thread}, {@code message}, {@code request_id} and {@code trace_id} when the
+ * record is about a request ({@link narwhal.common.log.RequestTag}), and {@code stack} (the whole stack trace as one
  * string) when the record carries a throwable — so a log pipeline reads each record whole, without multi-line rules.
  */
 final class JsonLogFormatter extends Formatter {
@@ -22,6 +23,11 @@ final class JsonLogFormatter extends Formatter {
     JsonObject line = new JsonObject().put("ts", Instant.ofEpochMilli(record.getMillis()).toString())
         .put("level", record.getLevel().getName()).put("logger", record.getLoggerName())
         .put("thread", Thread.currentThread().getName()).put("message", formatMessage(record));
+    narwhal.common.log.RequestTag request = narwhal.common.log.RequestTag.of(record);
+    if (request != null) {
+      if (request.requestId() != null) line.put("request_id", request.requestId());
+      if (request.traceId() != null) line.put("trace_id", request.traceId());
+    }
     if (record.getThrown() != null) {
       StringWriter trace = new StringWriter();
       record.getThrown().printStackTrace(new PrintWriter(trace));

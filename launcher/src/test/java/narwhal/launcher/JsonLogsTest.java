@@ -41,6 +41,30 @@ class JsonLogsTest {
   }
 
   @Test
+  void aRecordAboutARequestCarriesItsRequestAndTraceIds() {
+    java.util.List<LogRecord> logged = new java.util.ArrayList<>();
+    java.util.logging.Logger logger = java.util.logging.Logger.getLogger("narwhal.test.JsonLogsTest");
+    java.util.logging.Handler capture = new java.util.logging.Handler() {
+      @Override public void publish(LogRecord r) { logged.add(r); }
+      @Override public void flush() { }
+      @Override public void close() { }
+    };
+    logger.addHandler(capture);
+    try {
+      new narwhal.common.log.RequestTag("rid-1", "4bf92f3577b34da6a3ce929d0e0e4736").log(logger, Level.WARNING,
+          "journal closed; row not written: {\"rid\":\"rid-1\"}", null);
+    } finally {
+      logger.removeHandler(capture);
+    }
+    JsonObject json = new JsonObject(new JsonLogFormatter().format(logged.get(0)));
+    assertEquals("rid-1", json.getString("request_id"));
+    assertEquals("4bf92f3577b34da6a3ce929d0e0e4736", json.getString("trace_id"));
+    assertEquals("journal closed; row not written: {\"rid\":\"rid-1\"}", json.getString("message"));
+    assertEquals("journal closed; row not written: {\"rid\":\"rid-1\"}",
+        new java.util.logging.SimpleFormatter().formatMessage(logged.get(0)), "text logs print the message as before");
+  }
+
+  @Test
   void anUnknownFormatIsRefusedNamingTheKey() {
     JsonObject fleet = new JsonObject().put("model", "m").put("engines", new JsonArray().add(new JsonObject().put("iid", "D0")
         .put("url", "http://127.0.0.1:1"))).put("logging", new JsonObject().put("format", "xml"));

@@ -80,8 +80,13 @@ final class Journal {
     } catch (java.util.concurrent.RejectedExecutionException closed) {
       queued.remove(row);
       draining.set(false);
-      LOG.warning(() -> "journal closed; row not written: " + row.encode());
+      tag(row).log(LOG, Level.WARNING, "journal closed; row not written: " + row.encode(), null);
     }
+  }
+
+  private static narwhal.common.log.RequestTag tag(JsonObject row) {
+    return new narwhal.common.log.RequestTag(row.getValue("rid") instanceof String rid ? rid : null,
+        row.getValue("trace_id") instanceof String trace ? trace : null);
   }
 
   /** Rows that could not be written, counted exactly: a row is written whole or dropped whole. */
@@ -97,7 +102,7 @@ final class Journal {
       try {
         batch.add(row.toBuffer().appendByte((byte) '\n').getBytes());
       } catch (RuntimeException unencodable) {
-        LOG.log(Level.WARNING, "journal: a row could not be encoded; left out", unencodable);
+        tag(row).log(LOG, Level.WARNING, "journal: a row could not be encoded; left out", unencodable);
       }
     }
     if (batch.isEmpty()) return;
