@@ -97,7 +97,8 @@ public final class NarwhalNode {
                             UnaryOperator<SharedData> sharedData, Promise<NarwhalNode> started, List<String> unchecked) {
     create(config, env).onFailure(started::fail).onSuccess(node -> node.startSims()
         .compose(v -> mode == PreflightMode.SKIP ? Future.succeededFuture()
-            : new Preflight(node.vertx, config, node.facts, env).run(c -> out.accept(c.line())).compose(report -> {
+            : new Preflight(node.vertx, config, node.facts, env).pairs(node.joining() ? Preflight.Pairs.NONE : Preflight.Pairs.AUTO)
+                .run(c -> out.accept(c.line())).compose(report -> {
               if (report.passed()) {
                 out.accept("preflight passed");
                 return Future.succeededFuture();
@@ -144,7 +145,7 @@ public final class NarwhalNode {
         new SecretFiles(System::getenv));
     Promise<PreflightReport> done = Promise.promise();
     node.startSims()
-        .compose(v -> new Preflight(node.vertx, config, node.facts, node.env).run(c -> out.accept(c.line())))
+        .compose(v -> new Preflight(node.vertx, config, node.facts, node.env).pairs(Preflight.Pairs.ALL).run(c -> out.accept(c.line())))
         .onComplete(report -> node.close().onComplete(x -> done.handle(report)));
     return done.future();
   }
@@ -275,6 +276,14 @@ public final class NarwhalNode {
 
   public PrometheusMeterRegistry registry() {
     return registry;
+  }
+
+  /**
+   * True when this replica joins a cluster other router replicas already run: they judged the engines (the shared
+   * states this replica's breaker adopts), so its preflight learns each engine's facts but checks no handoff pairs.
+   */
+  boolean joining() {
+    return health != null && health.membersSeen() > 1;
   }
 
   /** The cluster members this replica sees (node ids), or just itself when not clustered. */

@@ -30,6 +30,24 @@ public final class Preflight {
    * (P0→D0, P1→D1, …, then P0→D1, …) so the next pair free of busy engines is near the head of the queue.
    */
   static final int CHECKS_AT_ONCE = 8;
+  /** Up to this many producer→consumer pairs per model, {@link Pairs#AUTO} checks them all; beyond it, a covering set. */
+  static final int ALL_PAIRS_UP_TO = 64;
+
+  /**
+   * Which producer→consumer pairs a run checks with a real handoff. Every pair is the strongest check (a firewall
+   * between two hosts shows), but P × D grows with the square of the fleet: 200 producers and 800 decode engines are
+   * 160,000 handoffs. A covering set checks each engine in one pair at least (max(P, D) pairs per model).
+   */
+  public enum Pairs {
+    /** Every pair ({@code narwhal preflight}). */
+    ALL,
+    /** Every pair up to {@link #ALL_PAIRS_UP_TO} per model, else a covering set ({@code serve}'s start). */
+    AUTO,
+    /** No pair: a replica joining a cluster that already judged the engines ({@code serve --cluster}, not the first). */
+    NONE
+  }
+
+  private Pairs pairs = Pairs.AUTO;
   private final Vertx vertx;
   private final NarwhalConfig cfg;
   private final EngineFacts facts;
@@ -45,6 +63,12 @@ public final class Preflight {
     this.cfg = cfg;
     this.facts = facts;
     this.env = env;
+  }
+
+  /** Which pairs to check (default {@link Pairs#AUTO}). */
+  public Preflight pairs(Pairs pairs) {
+    this.pairs = pairs;
+    return this;
   }
 
   /**
@@ -78,25 +102,51 @@ public final class Preflight {
       own.add(List.of(engine.iid()), rows -> engineChecks(engines, engine, rows));
     }
     CheckQueue<PreflightReport.Check> transfers = new CheckQueue<>(CHECKS_AT_ONCE);
-    List<int[]> diagonal = new ArrayList<>();
-    List<EngineConfig> producers = cfg.engines().stream().filter(e -> e.role().canPrefill()).toList();
-    List<EngineConfig> consumers = cfg.engines().stream().filter(e -> e.role().canDecode()).toList();
-    for (int p = 0; p < producers.size(); p++) {
-      EngineConfig producer = producers.get(p);
-      for (int c = 0; c < consumers.size(); c++) {
-        EngineConfig consumer = consumers.get(c);
-        if (!consumer.model().equals(producer.model())) continue;
-        if (consumer.iid().equals(producer.iid()) && sameModel(producer) > 1) continue;
-        diagonal.add(new int[] {Math.floorMod(c - p, consumers.size()), p, transfers.size()});
+    List<int[]> order = new ArrayList<>();
+    for (String model : cfg.models()) {
+      List<EngineConfig> producers = cfg.engines().stream().filter(e -> e.role().canPrefill() && e.model().equals(model)).toList();
+      List<EngineConfig> consumers = cfg.engines().stream().filter(e -> e.role().canDecode() && e.model().equals(model)).toList();
+      for (int[] pc : pairsOf(producers, consumers)) {
+        EngineConfig producer = producers.get(pc[0]);
+        EngineConfig consumer = consumers.get(pc[1]);
+        // diagonals first (P0→D0, P1→D1, …): the next pair free of busy engines is near the head of the queue
+        order.add(new int[] {Math.floorMod(pc[1] - pc[0], consumers.size()), pc[0], transfers.size()});
         transfers.add(List.of(producer.iid(), consumer.iid()), rows -> transferCheck(engines, producer, consumer, rows));
       }
     }
-    diagonal.sort(java.util.Comparator.<int[]>comparingInt(d -> d[0]).thenComparingInt(d -> d[1]));
-    List<Integer> spread = diagonal.stream().map(d -> d[2]).toList();
+    order.sort(java.util.Comparator.<int[]>comparingInt(d -> d[0]).thenComparingInt(d -> d[1]));
+    List<Integer> spread = order.stream().map(d -> d[2]).toList();
     return own.run(listed, progress).onSuccess(checks::addAll)
         .compose(v -> transfers.run(spread, progress)).onSuccess(checks::addAll)
         .eventually(engines::close)
         .map(v -> new PreflightReport(checks));
+  }
+
+  /**
+   * The (producer, consumer) index pairs of one model to check: all of them ({@link Pairs#ALL}, or {@link Pairs#AUTO}
+   * up to {@link #ALL_PAIRS_UP_TO}), a covering set in which every producer and every consumer takes part, or none. An
+   * engine that both prefills and decodes is not paired with itself when the model has other engines.
+   */
+  private List<int[]> pairsOf(List<EngineConfig> producers, List<EngineConfig> consumers) {
+    List<int[]> all = new ArrayList<>();
+    if (pairs == Pairs.NONE || producers.isEmpty() || consumers.isEmpty()) return all;
+    boolean others = producers.size() + consumers.size() > 2 || !producers.get(0).iid().equals(consumers.get(0).iid());
+    for (int p = 0; p < producers.size(); p++) {
+      for (int c = 0; c < consumers.size(); c++) {
+        if (others && producers.get(p).iid().equals(consumers.get(c).iid())) continue;
+        all.add(new int[] {p, c});
+      }
+    }
+    if (pairs == Pairs.ALL || all.size() <= ALL_PAIRS_UP_TO) return all;
+    List<int[]> cover = new ArrayList<>();
+    int n = Math.max(producers.size(), consumers.size());
+    for (int i = 0; i < n; i++) {
+      int p = i % producers.size();
+      int c = i % consumers.size();
+      if (producers.get(p).iid().equals(consumers.get(c).iid())) c = (c + 1) % consumers.size();
+      cover.add(new int[] {p, c});
+    }
+    return cover;
   }
 
   private Future<Void> engineChecks(EngineChecks engines, EngineConfig engine, Consumer<PreflightReport.Check> record) {
@@ -135,11 +185,6 @@ public final class Preflight {
           return null;
         })
         .otherwiseEmpty();
-  }
-
-  /** How many engines of the fleet serve {@code engine}'s model. */
-  private long sameModel(EngineConfig engine) {
-    return cfg.engines().stream().filter(e -> e.model().equals(engine.model())).count();
   }
 
   private Future<Void> transferCheck(EngineChecks engines, EngineConfig producer, EngineConfig consumer,
