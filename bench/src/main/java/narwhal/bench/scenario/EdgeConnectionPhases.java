@@ -21,7 +21,6 @@ import narwhal.bench.report.Fmt;
 import narwhal.bench.report.ResultTable;
 import narwhal.bench.report.Verdict;
 
-import java.nio.file.Path;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -51,7 +50,7 @@ final class EdgeConnectionPhases {
     this.net = net;
   }
 
-  /** A replica of its own with {@code server.health_port} and the {@code server} keys given. */
+  /** A replica of its own, with {@code server.health_port} set and {@code server.<key>} at {@code value}. */
   private Replica replica(String name, String key, Object value) {
     int healthPort = FreePort.pick();
     JsonObject cfg = SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve(name + "-journal.jsonl"), 0));
