@@ -19,7 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Batches bounded and in linear cost (issue 40): at most {@code serving.max_batch_prompts} prompts or a 400 naming the
  * key; thousands of prompts answered, each choice at its prompt's index; at most {@code serving.max_legs_in_flight}
  * attempts of the replica at the engines at once, counted by the engines themselves ({@code peak_requests_in_progress}
- * of {@code /sim/stats}); a client leaving mid-batch gives back every turn and reservation.
+ * of {@code /sim/stats}); a client leaving mid-batch, or while its whole batch still waits for turns, gives back every
+ * turn and reservation; the bound lowered by a reload under load neither deadlocks nor leaks turns.
  */
 @Timeout(120)
 class BatchBoundsTest {
@@ -147,6 +148,86 @@ class BatchBoundsTest {
         RouterHarness.Reply next = h.post("/v1/completions", completions(new JsonArray().add(7 + i), 2));
         assertEquals(200, next.status(), next.body());
       }
+    }
+  }
+  /** Sends {@code body} to {@code /v1/completions} and returns the request, so that the test can reset it (the client leaves). */
+  private static HttpClientRequest send(RouterHarness h, JsonObject body) {
+    HttpClientRequest req = RouterHarness.await(h.onContext(() -> h.http.request(HttpMethod.POST, h.router.actualPort(),
+        "127.0.0.1", "/v1/completions")));
+    req.putHeader("content-type", "application/json").send(body.toBuffer());
+    return req;
+  }
+
+  private static List<String> legLines(RouterHarness h) {
+    return h.get("/metrics").body().lines().filter(l -> l.startsWith("narwhal_legs")).toList();
+  }
+
+  /**
+   * Two requests hold both turns; a batch's prompts all wait behind them when its client leaves: no prompt of it is
+   * ever sent to an engine, no turn stays taken once the holders leave too, and the next requests get through.
+   */
+  @Test
+  void aBatchLeftWhileWaitingForTurnsTakesNoTurnAndSendsNoLeg() throws Exception {
+    try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
+        json -> json.put("serving", new JsonObject().put("max_legs_in_flight", 2)),
+        (iid, o) -> o.setItlMs(20))) {
+      long before = h.engine("P0").stats().getLong("requests");
+      List<HttpClientRequest> holders = List.of(send(h, completions(new JsonArray().add(5), 2_000)),
+          send(h, completions(new JsonArray().add(6), 2_000)));
+      FailureChecks.eventually(h, () -> metric(h, "narwhal_legs_in_flight") == 2, () -> "both turns held: " + legLines(h));
+      HttpClientRequest batch = send(h, completions(oneTokenPrompts(30), 1));
+      FailureChecks.eventually(h, () -> metric(h, "narwhal_legs_waiting") > 0, () -> "the batch waits: " + legLines(h));
+      batch.reset();
+      FailureChecks.eventually(h, () -> metric(h, "narwhal_legs_waiting") == 0,
+          () -> "the left batch's prompts no longer wait: " + legLines(h));
+      assertEquals(2.0, metric(h, "narwhal_legs_in_flight"), "only the holders run: " + legLines(h));
+      assertEquals(before + 2, h.engine("P0").stats().getLong("requests"), "no prompt of the left batch reached an engine");
+
+      holders.forEach(HttpClientRequest::reset);
+      FailureChecks.eventually(h, () -> metric(h, "narwhal_legs_in_flight") == 0, () -> "turns given back: " + legLines(h));
+      FailureChecks.eventually(h, () -> h.reservations() == 0, () -> "reservations left: " + h.reservations());
+      FailureChecks.eventually(h, () -> h.get("/narwhal/state").json().getInteger("in_flight") == 0,
+          () -> "in flight: " + h.get("/narwhal/state").body());
+      List<Future<RouterHarness.Reply>> next = new ArrayList<>();
+      for (int i = 0; i < 3; i++) next.add(h.postAsync("/v1/completions", completions(new JsonArray().add(7 + i), 2)));
+      for (Future<RouterHarness.Reply> f : next) {
+        RouterHarness.Reply reply = RouterHarness.await(f);
+        assertEquals(200, reply.status(), reply.body());
+      }
+      assertEquals(before + 2 + 3, h.engine("P0").stats().getLong("requests"));
+    }
+  }
+
+  /**
+   * {@code serving.max_legs_in_flight} lowered from 8 to 1 by a reload while a batch runs 8 legs at once: the running
+   * legs drain down to the new bound (never a new one granted above it), every prompt is still answered, and no
+   * turn, reservation or in-flight slot is left behind.
+   */
+  @Test
+  void loweringTheLegBoundUnderLoadNeitherDeadlocksNorLeaksTurns() throws Exception {
+    try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
+        json -> json.put("serving", new JsonObject().put("max_legs_in_flight", 8)),
+        (iid, o) -> o.setItlMs(5))) {
+      Future<RouterHarness.Reply> batch = h.postAsync("/v1/completions", completions(oneTokenPrompts(40), 20));
+      Future<RouterHarness.Reply> single = h.postAsync("/v1/completions", completions(new JsonArray().add(99), 20));
+      FailureChecks.eventually(h, () -> metric(h, "narwhal_legs_in_flight") == 8 && metric(h, "narwhal_legs_waiting") > 0,
+          () -> "8 legs run, more wait: " + legLines(h));
+
+      JsonObject lowered = h.config.toJson();
+      lowered.getJsonObject("serving").put("max_legs_in_flight", 1);
+      h.config = NarwhalConfig.fromJson(lowered);
+      FailureChecks.eventually(h, () -> metric(h, "narwhal_legs_in_flight") <= 1 && metric(h, "narwhal_legs_waiting") > 0,
+          () -> "the running legs drain down to the new bound while prompts still wait: " + legLines(h));
+      RouterHarness.Reply answered = RouterHarness.await(batch);
+      assertEquals(200, answered.status(), answered.body());
+      assertEquals(40, answered.json().getJsonArray("choices").size());
+      RouterHarness.Reply alone = RouterHarness.await(single);
+      assertEquals(200, alone.status(), alone.body());
+
+      assertEquals(0.0, metric(h, "narwhal_legs_in_flight"), legLines(h).toString());
+      assertEquals(0.0, metric(h, "narwhal_legs_waiting"), legLines(h).toString());
+      FailureChecks.eventually(h, () -> h.reservations() == 0, () -> "reservations left: " + h.reservations());
+      assertEquals(0, h.get("/narwhal/state").json().getInteger("in_flight"));
     }
   }
 }

@@ -134,7 +134,7 @@ public final class BatchCostScenario implements Scenario {
   }
 
   /** One batched request: {@code n} prompts of one token each, a different token per prompt, one output token each. */
-  private static Buffer batch(int n) {
+  static Buffer batch(int n) {
     JsonArray prompts = new JsonArray();
     for (int i = 0; i < n; i++) prompts.add(new JsonArray().add(i % 30_000 + 1));
     return Bodies.completion(1, false).put("prompt", prompts).toBuffer();
@@ -148,7 +148,7 @@ public final class BatchCostScenario implements Scenario {
   }
 
   /** Runs {@code request} alone, reading the router's CPU before and after and its RSS every 50 ms meanwhile. */
-  private static Cost cost(RouterProcess router, java.util.function.Supplier<Exchange> request) throws InterruptedException {
+  static Cost cost(RouterProcess router, java.util.function.Supplier<Exchange> request) throws InterruptedException {
     long rssBefore = ProcessRss.bytes(router.pid());
     AtomicLong peak = new AtomicLong(rssBefore);
     AtomicBoolean sampling = new AtomicBoolean(true);

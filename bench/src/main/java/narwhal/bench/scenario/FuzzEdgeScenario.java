@@ -25,6 +25,7 @@ import narwhal.bench.report.Fmt;
 import narwhal.bench.report.Progress;
 import narwhal.bench.report.ResultTable;
 import narwhal.bench.report.Verdict;
+import narwhal.common.config.ServingConfig;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,9 +40,16 @@ import java.util.TreeMap;
  * {@code /health} and serve a real completion; a request-smuggling case must be refused with its connection closed,
  * the request pipelined behind it never answered. Then a crowd of stalled connections (is the router still serving
  * while they hang?) and a flood of malformed requests. The router's heap is sampled throughout and measured after
- * a full collection before and after; its journal must hold no 5xx row.
+ * a full collection before and after; its journal must hold no 5xx row. Issue 40: a batch of 10,000 one-token prompts
+ * and one at the default bound (router CPU and RSS around each, no 5xx, RSS growth under 200 MB), then
+ * {@link EdgeConnectionPhases}: idle keep-alive connections closed after {@code server.idle_timeout_s}, and the
+ * {@code server.max_connections} cap, each on a replica of its own.
  */
 public final class FuzzEdgeScenario implements Scenario {
+  /** Issue 40's batch: 10,000 one-token prompts, past the default bound (a 400 naming the key, or answered if raised). */
+  static final int BATCH_PROMPTS = 10_000;
+  static final long BATCH_RSS_BOUND = 200_000_000L;
+
   @Override
   public String name() {
     return "fuzz-edge";
@@ -129,9 +137,27 @@ public final class FuzzEdgeScenario implements Scenario {
     if (floodOk) passed++;
     else failures.add("flood: " + flood.errorSamples());
     if (floodStatuses.keySet().stream().anyMatch(s -> s >= 500)) any5xx++;
+
+    List<Integer> batchSizes = List.of(BATCH_PROMPTS, smoke ? 200 : ServingConfig.DEFAULT_MAX_BATCH_PROMPTS);
+    ResultTable batchTable = new ResultTable("one batched completions request, one-token prompts (serving.max_batch_prompts "
+        + ServingConfig.DEFAULT_MAX_BATCH_PROMPTS + ")", "prompts", "answer", "wall ms", "router CPU s", "RSS before MiB", "RSS peak MiB",
+        "RSS after MiB", "growth (peak) MiB", "still serving");
+    for (int prompts : batchSizes) {
+      progress.say("a batch of " + prompts + " one-token prompts");
+      Buffer batch = BatchCostScenario.batch(prompts);
+      BatchCostScenario.Cost cost = BatchCostScenario.cost(router, () -> via.postBlocking(FuzzCases.C, batch, false, 300_000));
+      boolean serving = stillServing(via);
+      boolean ok = cost.status() > 0 && cost.status() < 500 && cost.growth() < BATCH_RSS_BOUND && serving;
+      if (cost.status() >= 500) any5xx++;
+      if (!serving) notServing++;
+      batchTable.row(prompts, cost.answer(), cost.wallMs(), Fmt.num(cost.cpuS(), 2), Fmt.mib(cost.rssBefore()), Fmt.mib(cost.rssPeak()),
+          Fmt.mib(cost.rssAfter()), Fmt.mib(cost.growth()), serving ? "yes" : "NO");
+      report.verdict(Verdict.check("issue 40", "a batch of " + prompts + " one-token prompts: answer, router RSS growth (peak − before), CPU",
+          cost.answer() + ", " + Fmt.mib(cost.growth()) + " MiB, " + Fmt.num(cost.cpuS(), 2) + " s CPU", "no 5xx, < 200 MB", ok));
+    }
     heap.stop();
     long liveAfter = probe.fullGcThenUsed();
-    report.table(table);
+    report.table(table).table(batchTable);
 
     List<JsonObject> rows = SoakScenario.readJournal(journal, 0, 2000);
     long rows5xx = rows.stream().filter(r -> r.containsKey("rid") && r.getValue("status") instanceof Number n && n.intValue() >= 500).count();
@@ -147,6 +173,10 @@ public final class FuzzEdgeScenario implements Scenario {
         heap.peakUsed() < (1L << 30) && liveAfter - liveBefore <= 16L << 20));
     if (!failures.isEmpty()) report.note("failed cases: " + failures);
     report.raw("heap", heap.toJson()).raw("flood", flood.toJson());
+
+    EdgeConnectionPhases connections = new EdgeConnectionPhases(env, fleet, load, net);
+    connections.idle(smoke ? 500 : 5_000, smoke ? 2 : 15, smoke ? 2 : 5);
+    connections.cap(smoke ? 50 : 200, smoke ? 20 : 300);
     LoadGenerator.join(net.close(), 10);
   }
 
