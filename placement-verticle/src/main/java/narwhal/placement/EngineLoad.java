@@ -6,9 +6,12 @@ import io.vertx.core.json.JsonObject;
  * One reading of an engine's load from its {@code /metrics}, as vLLM publishes it: {@code vllm:num_requests_running},
  * {@code vllm:num_requests_waiting} and {@code vllm:kv_cache_usage_perc} (summed over the engine's label sets: a
  * data-parallel engine publishes one per rank), with when it was read and by which replica. A failed reading carries
- * its {@code error} and no figures: the engine's load is unknown, never zero.
+ * its {@code error} and no figures: the engine's load is unknown, never zero. {@code idleReadings}: how many readings
+ * in a row found the engine idle (nothing running or waiting, no leg placed since the one before), which slows its
+ * readings down ({@link narwhal.common.config.PlacementConfig#readingIntervalMs}); bounded by {@link #MAX_IDLE_READINGS}.
  */
-record EngineLoad(String iid, double running, double waiting, double kvUsage, long readAtMs, String reader, String error) {
+record EngineLoad(String iid, double running, double waiting, double kvUsage, long readAtMs, String reader, String error,
+                  int idleReadings) {
   static final String RUNNING = "vllm:num_requests_running";
   static final String WAITING = "vllm:num_requests_waiting";
   static final String KV_USAGE = "vllm:kv_cache_usage_perc";
@@ -18,6 +21,21 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
    * on its producer however loaded.
    */
   static final double MAX_QUEUE = 1e9;
+  static final int MAX_IDLE_READINGS = 16;
+
+  EngineLoad(String iid, double running, double waiting, double kvUsage, long readAtMs, String reader, String error) {
+    this(iid, running, waiting, kvUsage, readAtMs, reader, error, 0);
+  }
+
+  /** Idle: nothing running or waiting on a reading that worked. */
+  boolean idle() {
+    return ok() && running == 0 && waiting == 0;
+  }
+
+  /** This reading, counting the readings in a row before it that found the engine idle. */
+  EngineLoad afterIdle(int before) {
+    return new EngineLoad(iid, running, waiting, kvUsage, readAtMs, reader, error, Math.min(MAX_IDLE_READINGS, before));
+  }
 
   boolean ok() {
     return error == null;
@@ -84,6 +102,7 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
   JsonObject toJson() {
     JsonObject json = new JsonObject().put("iid", iid).put("read_at_ms", readAtMs).put("reader", reader);
     if (!ok()) return json.put("error", error);
+    if (idleReadings > 0) json.put("idle_readings", idleReadings);
     return json.put("running", running).put("waiting", waiting).put("kv_usage", kvUsage);
   }
 
@@ -100,7 +119,8 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
     long at = json.getLong("read_at_ms", 0L);
     String reader = json.getString("reader", "");
     if (json.getString("error") != null) return failed(json.getString("iid"), at, reader, json.getString("error"));
+    int idle = Math.max(0, Math.min(MAX_IDLE_READINGS, json.getInteger("idle_readings", 0)));
     return new EngineLoad(json.getString("iid"), json.getDouble("running", 0.0), json.getDouble("waiting", 0.0),
-        json.getDouble("kv_usage", 0.0), at, reader, null);
+        json.getDouble("kv_usage", 0.0), at, reader, null, idle);
   }
 }

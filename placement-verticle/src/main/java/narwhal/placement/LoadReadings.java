@@ -153,7 +153,7 @@ final class LoadReadings {
       for (EngineConfig engine : engines) {
         EngineLoad shared = bounded(EngineLoad.fromJson(seal().openText(LOADS, engine.iid(), ar.result().get(engine.iid()))));
         if (shared != null) table.applyLoad(shared);
-        if (shared == null || now - shared.readAtMs() >= interval * 9 / 10) claimAndRead(engine, interval);
+        if (shared == null || now - shared.readAtMs() >= due(shared)) claimAndRead(engine, interval);
       }
     });
   }
@@ -176,10 +176,10 @@ final class LoadReadings {
     guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(engine.iid())))
         .compose(text -> {
           EngineLoad current = bounded(EngineLoad.fromJson(seal().openText(LOADS, engine.iid(), text)));
-          if (current != null && System.currentTimeMillis() - current.readAtMs() < interval * 9 / 10) {
+          if (current != null && System.currentTimeMillis() - current.readAtMs() < due(current)) {
             return Future.succeededFuture(current);
           }
-          return read(engine).compose(reading -> guard.<Void>execute(() -> this.<String>map(LOADS)
+          return read(engine).map(reading -> idleSince(current, reading)).compose(reading -> guard.<Void>execute(() -> this.<String>map(LOADS)
               .compose(m -> m.put(engine.iid(), seal().seal(LOADS, engine.iid(), reading.toJson()).encode()))).map(reading));
         })
         .onSuccess(table::applyLoad)
@@ -187,6 +187,24 @@ final class LoadReadings {
           lock.release();
           inFlight.remove(engine.iid());
         });
+  }
+
+  /**
+   * How old {@code reading} may get before the engine is read again: 90 % of the interval, longer while the engine idles
+   * (its idle readings in a row), back to the interval as soon as a replica places a leg on it.
+   */
+  private long due(EngineLoad reading) {
+    int idle = table.legSince(reading.iid(), reading.readAtMs()) ? 0 : reading.idleReadings();
+    return config.get().placement().readingIntervalMs(idle) * 9 / 10;
+  }
+
+  /**
+   * {@code reading} counting the idle readings in a row: one more than {@code before}'s when both found the engine idle
+   * and no replica placed a leg on it in between, else none (a leg or a change is read at the configured interval).
+   */
+  private EngineLoad idleSince(EngineLoad before, EngineLoad reading) {
+    boolean idle = reading.idle() && before != null && before.idle() && !table.legSince(reading.iid(), before.readAtMs());
+    return reading.afterIdle(idle ? before.idleReadings() + 1 : 0);
   }
 
   /** One {@code GET /metrics}, bounded by {@code placement.metrics_timeout_s}; a failure is a failed reading. */

@@ -68,6 +68,8 @@ final class PlacementTable {
      */
     int sent;
     int othersSent;
+    /** When this replica last placed a leg on the engine (its clock), 0 for never. */
+    long lastLegAtMs;
     /** This replica's legs on the engine when {@link #load} was applied: the reading's share that is this replica's. */
     int ownAtReading;
     final Map<String, Integer> streaks = new HashMap<>();
@@ -161,6 +163,15 @@ final class PlacementTable {
     slot.sent = 0;
     slot.othersSent = 0;
     slot.ownAtReading = slot.reserved[Phase.PREFILL.ordinal()] + slot.reserved[Phase.DECODE.ordinal()];
+  }
+
+  /**
+   * Whether a leg went to the engine at or after {@code atMs}: placed by this replica then (by its clock), or counted
+   * by another replica against the reading this replica holds.
+   */
+  synchronized boolean legSince(String iid, long atMs) {
+    Slot slot = slots.get(iid);
+    return slot != null && (slot.lastLegAtMs >= atMs || slot.othersSent > 0);
   }
 
   /** The other replicas' legs sent since each engine's reading, per replica ({@link LegsSent#engines()}). */
@@ -285,6 +296,7 @@ final class PlacementTable {
     if (prefix != null) prefixes.placed(prefix, chosen.engine.iid());
     chosen.reserved[phase.ordinal()]++;
     chosen.sent++;
+    chosen.lastLegAtMs = clockMs.getAsLong();
     if (local) reason = Reservation.LOCAL;
     Reservation reservation = new Reservation("r" + (++nextId), chosen.engine.iid(), chosen.engine.url(), phase, reason);
     reservations.put(reservation.id(), reservation);

@@ -109,6 +109,38 @@ class EngineReadsTest {
   }
 
   @Test
+  void anIdleEngineIsReadLessOftenAndALegBringsItBackToTheInterval(Vertx vertx, VertxTestContext ctx) {
+    // interval 50 ms; idle readings double it up to 0.4 s: 50, 100, 200, 400, 400 ms
+    withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_interval_s", 0.05).put("idle_metrics_interval_s", 0.4),
+        (fleet, config) -> {
+      PlacementTable table = table(config);
+      LoadReadings readings = new LoadReadings(vertx, vertx.sharedData(), () -> config, table, REPLICA, () -> "",
+          new SimpleMeterRegistry(), () -> { });
+      readings.track(config.engines());
+      readings.arm();
+      until(vertx, () -> load(table, "D0") != null && load(table, "D0").idleReadings() >= 4)
+          .compose(v -> {
+            ctx.verify(() -> {
+              assertEquals(400, config.placement().readingIntervalMs(load(table, "D0").idleReadings()), "the slowest cadence");
+              assertEquals(50, config.placement().readingIntervalMs(0));
+            });
+            var leg = table.reserve(narwhal.common.fault.Phase.DECODE, java.util.Set.of("D1"), null, null).orElseThrow();
+            long placed = System.currentTimeMillis();
+            table.release(leg.id());
+            // read again at the interval, not 0.4 s later, and no longer idle: a leg was placed since
+            return until(vertx, () -> load(table, "D0").readAtMs() > placed).map(placed);
+          })
+          .onComplete(ctx.succeeding(before -> ctx.verify(() -> {
+            EngineLoad after = load(table, "D0");
+            assertEquals(0, after.idleReadings(), "a leg since the reading: read at the configured interval again: " + after);
+            assertTrue(load(table, "P0").idleReadings() >= 1, "P0 idles on");
+            readings.stop();
+            ctx.completeNow();
+          })));
+    });
+  }
+
+  @Test
   void anEngineThatDoesNotAnswerIsAFailedReadingNeverAnIdleOne(Vertx vertx, VertxTestContext ctx) {
     withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_timeout_s", 1), (fleet, config) -> {
       SimpleMeterRegistry registry = new SimpleMeterRegistry();

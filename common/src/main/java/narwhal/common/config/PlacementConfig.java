@@ -13,11 +13,12 @@ import java.util.List;
  * with {@code session_header} is placed by that instead. A producer keeps a prefix while its load is at most
  * {@code load_factor} times the mean (plus one). Every {@code models_refresh_s} each engine's {@code /v1/models} is read
  * again (the names and LoRA adapters it serves). A prompt of at most {@code local_prefill_max_tokens} tokens (0: off) runs
- * whole on one {@code both} engine, with no remote prefill. Every key hot-reloads.
+ * whole on one {@code both} engine, with no remote prefill. An idle engine is read less often, down to once per
+ * {@code idle_metrics_interval_s} ({@link #readingIntervalMs}). Every key hot-reloads.
  */
 public record PlacementConfig(String policy, double metricsIntervalS, double metricsTimeoutS, String sessionHeader,
                               int prefixBlockChars, int prefixBlocks, double loadFactor, double modelsRefreshS,
-                              int localPrefillMaxTokens) {
+                              int localPrefillMaxTokens, double idleMetricsIntervalS) {
   public static final String CACHE_AWARE = "cache_aware";
   public static final String LOAD = "load";
   public static final String LEAST_RESERVED = "least_reserved";
@@ -29,6 +30,8 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
   public static final int DEFAULT_PREFIX_BLOCKS = 8;
   public static final double DEFAULT_LOAD_FACTOR = 1.25;
   public static final double DEFAULT_MODELS_REFRESH_S = 30;
+  /** An idle engine's readings slow down to one per this many seconds (0: every engine every interval). */
+  public static final double DEFAULT_IDLE_METRICS_INTERVAL_S = 8;
 
   static final Key<PlacementConfig, String> POLICY = Key.oneOf("policy", PlacementConfig::policy, CACHE_AWARE,
       List.of(CACHE_AWARE, LOAD, LEAST_RESERVED));
@@ -54,8 +57,12 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
       "a number of seconds from 0.05 to 86400");
   static final Key<PlacementConfig, Integer> LOCAL_PREFILL_MAX_TOKENS = Key.integer("local_prefill_max_tokens",
       PlacementConfig::localPrefillMaxTokens, 0, 0, 1_048_576);
+  static final Key<PlacementConfig, Double> IDLE_METRICS_INTERVAL_S = Key.number("idle_metrics_interval_s",
+      PlacementConfig::idleMetricsIntervalS, DEFAULT_IDLE_METRICS_INTERVAL_S, v -> v == 0 || v >= 0.05 && v <= 3600,
+      "0 (off) or a number from 0.05 to 3600");
   static final Section<PlacementConfig> SECTION = new Section<>(POLICY, METRICS_INTERVAL_S, METRICS_TIMEOUT_S,
-      SESSION_HEADER, PREFIX_BLOCK_CHARS, PREFIX_BLOCKS, LOAD_FACTOR, MODELS_REFRESH_S, LOCAL_PREFILL_MAX_TOKENS);
+      SESSION_HEADER, PREFIX_BLOCK_CHARS, PREFIX_BLOCKS, LOAD_FACTOR, MODELS_REFRESH_S, LOCAL_PREFILL_MAX_TOKENS,
+      IDLE_METRICS_INTERVAL_S);
 
   /** As before {@code models_refresh_s}: its default. */
   public PlacementConfig(String policy, double metricsIntervalS, double metricsTimeoutS, String sessionHeader,
@@ -71,6 +78,14 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
         modelsRefreshS, 0);
   }
 
+  /** As before {@code idle_metrics_interval_s}: its default. */
+  public PlacementConfig(String policy, double metricsIntervalS, double metricsTimeoutS, String sessionHeader,
+                         int prefixBlockChars, int prefixBlocks, double loadFactor, double modelsRefreshS,
+                         int localPrefillMaxTokens) {
+    this(policy, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor,
+        modelsRefreshS, localPrefillMaxTokens, DEFAULT_IDLE_METRICS_INTERVAL_S);
+  }
+
   public static PlacementConfig defaults() {
     return read(SectionReader.empty("placement", SECTION));
   }
@@ -78,7 +93,7 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
   static PlacementConfig read(SectionReader r) {
     return new PlacementConfig(r.get(POLICY), r.get(METRICS_INTERVAL_S), r.get(METRICS_TIMEOUT_S), r.get(SESSION_HEADER),
         r.get(PREFIX_BLOCK_CHARS), r.get(PREFIX_BLOCKS), r.get(LOAD_FACTOR), r.get(MODELS_REFRESH_S),
-        r.get(LOCAL_PREFILL_MAX_TOKENS));
+        r.get(LOCAL_PREFILL_MAX_TOKENS), r.get(IDLE_METRICS_INTERVAL_S));
   }
 
   public long modelsRefreshMs() {
@@ -88,11 +103,23 @@ public record PlacementConfig(String policy, double metricsIntervalS, double met
   /** These settings under another policy. */
   public PlacementConfig withPolicy(String other) {
     return new PlacementConfig(other, metricsIntervalS, metricsTimeoutS, sessionHeader, prefixBlockChars, prefixBlocks, loadFactor,
-        modelsRefreshS, localPrefillMaxTokens);
+        modelsRefreshS, localPrefillMaxTokens, idleMetricsIntervalS);
   }
 
   public long metricsIntervalMs() {
     return Math.max(1, Math.round(metricsIntervalS * 1000));
+  }
+
+  /**
+   * How old a reading may get before the engine is read again: the interval, doubled for each reading in a row that
+   * found the engine idle (nothing running or waiting, no leg placed since the reading before), up to
+   * {@code idle_metrics_interval_s}; never less than the interval.
+   */
+  public long readingIntervalMs(int idleReadings) {
+    long interval = metricsIntervalMs();
+    long slowest = Math.max(interval, Math.round(idleMetricsIntervalS * 1000));
+    if (idleMetricsIntervalS == 0 || idleReadings <= 0) return interval;
+    return Math.min(slowest, interval << Math.min(idleReadings, 20));
   }
 
   public long metricsTimeoutMs() {
