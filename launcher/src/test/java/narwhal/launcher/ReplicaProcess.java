@@ -180,6 +180,12 @@ final class ReplicaProcess implements AutoCloseable {
     }
   }
 
+  /** {@code GET /metrics}, or "" when the replica does not answer within 2 s. */
+  String metrics() {
+    HttpResponse<String> resp = get("/metrics");
+    return resp != null && resp.statusCode() == 200 ? resp.body() : "";
+  }
+
   /** {@code GET /narwhal/state}, or null when the replica does not answer within 2 s. */
   JsonObject state() {
     HttpResponse<String> resp = get("/narwhal/state");

@@ -9,9 +9,9 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.eventbus.MessageConsumer;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
-import io.vertx.core.shareddata.Lock;
 import io.vertx.core.shareddata.SharedData;
 import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.WebClient;
@@ -19,23 +19,27 @@ import io.vertx.ext.web.client.WebClientOptions;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.ClusterSeal;
+import narwhal.common.bus.ClusterView;
 import narwhal.common.bus.LegsSent;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.common.config.PlacementConfig;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
- * Engine load for placement (docs/operations.md#placement), one view for the whole cluster: every
- * {@code placement.metrics_interval_s} each replica reads the shared map {@code narwhal.engine-load}; an engine whose
- * reading is older than 90 % of the interval is read again from its {@code /metrics} by the one replica that takes its
- * lock {@code narwhal.load.<iid>}, which writes the reading back for all. Each replica also publishes on the cluster's
+ * Engine load for placement (docs/operations.md#placement), one view for the whole cluster, read once per interval
+ * for all of it: each engine is owned by one live router replica, the first in the engine's rendezvous order over the
+ * replicas (re-balanced as they come and go), which reads its {@code /metrics} when the reading is due and publishes
+ * what it read in one message a round ({@link Addresses#PLACEMENT_LOADS}) and to the shared map
+ * {@code narwhal.engine-load} (read whole only when a replica starts); the next in that order take over an engine
+ * whose reading is overdue by an interval and a reading's timeout each (a frozen, gone or cut-off owner). No lock and no read of the whole map
+ * per round: an idle fleet costs each replica the engines it owns. Each replica also publishes on the cluster's
  * event bus ({@link LegsSent} on {@link Addresses#PLACEMENT_SENT}) how many legs it sent to each engine since that
  * engine's last reading, whenever that changed (checked every {@link #SENT_EXCHANGE_MS}) and at least once an
  * interval, so every replica counts the whole cluster's work between two readings; an idle replica publishes once an
@@ -54,7 +58,10 @@ final class LoadReadings {
    * reading).
    */
   static final long SENT_EXCHANGE_MS = 100;
-  private static final long LOCK_WAIT_MS = 20;
+  /** The key a round touches to learn whether the shared map answers (one operation, not a read of the whole map). */
+  private static final String TOUCH = "_touch";
+  /** More readings than engines a fleet file may list are no replica's round. */
+  private static final int MAX_READINGS_PER_MESSAGE = 100_000;
 
   private final Vertx vertx;
   private final SharedData data;
@@ -78,6 +85,9 @@ final class LoadReadings {
   /** The other replicas' last {@link LegsSent}, by origin, with when it arrived (this replica's clock). */
   private final Map<String, Heard> heard = new HashMap<>();
   private MessageConsumer<Object> sentConsumer;
+  private MessageConsumer<Object> loadsConsumer;
+  /** Engines without a reading yet, with when this replica first saw them so. */
+  private final Map<String, Long> unreadSince = new HashMap<>();
 
   private record Heard(long atMs, Map<String, LegsSent.Count> engines) {
   }
@@ -113,6 +123,10 @@ final class LoadReadings {
     if (PlacementConfig.LEAST_RESERVED.equals(placement.policy())) return;
     timer = vertx.setPeriodic(placement.metricsIntervalMs(), t -> round());
     if (vertx.isClustered()) {
+      if (loadsConsumer == null) {
+        loadsConsumer = vertx.eventBus().<Object>consumer(Addresses.PLACEMENT_LOADS,
+            msg -> heardLoads(seal().open(Addresses.PLACEMENT_LOADS, msg.body())));
+      }
       if (sentConsumer == null) {
         // typed Object: a body that is not a JSON object (a string, a buffer) is no message, not a ClassCastException
         sentConsumer = vertx.eventBus().<Object>consumer(Addresses.PLACEMENT_SENT,
@@ -121,13 +135,14 @@ final class LoadReadings {
       long every = Math.min(SENT_EXCHANGE_MS, placement.metricsIntervalMs());
       sentTimer = vertx.setPeriodic(every, t -> exchangeSent(config.get().placement().metricsIntervalMs()));
     }
-    round();
+    takeShared().onComplete(taken -> round());
   }
 
   void stop() {
     vertx.cancelTimer(timer);
     vertx.cancelTimer(sentTimer);
     if (sentConsumer != null) sentConsumer.unregister();
+    if (loadsConsumer != null) loadsConsumer.unregister();
     guard.close();
     web.close();
   }
@@ -137,10 +152,17 @@ final class LoadReadings {
     return clusterView && guard.state() == CircuitBreakerState.CLOSED ? "cluster" : "local";
   }
 
+  /**
+   * One round: a guarded touch of the shared map tells whether the cluster's state can be reached. If not, the replica
+   * reads every engine itself (the local view). If so, it reads the engines whose reading is due and that it owns —
+   * first in the engine's rendezvous order over the live router replicas — or that it takes over: the k-th in that
+   * order reads an engine whose reading is overdue by k × (interval + {@code metrics_timeout_s}) (its owner frozen,
+   * gone or cut off). It writes what it
+   * read to the shared map (for replicas that join or catch up) and publishes it in one message to the others.
+   */
   private void round() {
-    long interval = config.get().placement().metricsIntervalMs();
     List<EngineConfig> engines = config.get().engines();
-    guard.<Map<String, String>>execute(() -> this.<String>map(LOADS).compose(AsyncMap::entries)).onComplete(ar -> {
+    guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(TOUCH))).onComplete(ar -> {
       if (ar.failed()) {
         clusterView = false;
         engines.stream().filter(e -> inFlight.add(e.iid()))
@@ -149,44 +171,65 @@ final class LoadReadings {
       }
       if (!clusterView) backOnCluster.run();
       clusterView = true;
+      long interval = config.get().placement().metricsIntervalMs();
+      ClusterView cluster = ClusterView.of(vertx);
+      List<String> members = cluster.routers();
+      String self = cluster.self();
       long now = System.currentTimeMillis();
+      unreadSince.keySet().retainAll(engines.stream().map(EngineConfig::iid).toList());
+      List<Future<EngineLoad>> taken = new ArrayList<>();
       for (EngineConfig engine : engines) {
-        EngineLoad shared = bounded(EngineLoad.fromJson(seal().openText(LOADS, engine.iid(), ar.result().get(engine.iid()))));
-        if (shared != null) table.applyLoad(shared);
-        if (shared == null || now - shared.readAtMs() >= due(shared)) claimAndRead(engine, interval);
+        EngineLoad known = table.load(engine.iid());
+        long age = known == null ? now - unreadSince.computeIfAbsent(engine.iid(), k -> now) : now - known.readAtMs();
+        int rank = PlacementTable.rank(engine.iid(), members, self);
+        // a backup waits out the owner's reading too (it may take up to metrics_timeout_s) before it takes over
+        long wait = (known == null ? 0 : due(known)) + rank * (interval + config.get().placement().metricsTimeoutMs());
+        if (age >= wait && inFlight.add(engine.iid())) {
+          taken.add(read(engine).map(reading -> idleSince(known, reading)).onComplete(done -> inFlight.remove(engine.iid())));
+        }
       }
+      if (!taken.isEmpty()) Future.join(taken).onComplete(done -> share(taken));
     });
   }
 
-  /** Reads the engine if this replica takes its lock and, under it, the shared reading is still stale. */
-  private void claimAndRead(EngineConfig engine, long interval) {
-    if (!inFlight.add(engine.iid())) return;
-    guard.<Optional<Lock>>execute(() -> data.getLockWithTimeout("narwhal.load." + engine.iid(), LOCK_WAIT_MS)
-            .map(Optional::of).otherwise(Optional.empty()))
-        .onComplete(taken -> {
-          if (taken.failed() || taken.result().isEmpty()) {
-            inFlight.remove(engine.iid());
-            return;
-          }
-          readUnder(taken.result().get(), engine, interval);
-        });
+  /** Applies, writes to the shared map and publishes the readings this round took. */
+  private void share(List<Future<EngineLoad>> taken) {
+    JsonArray readings = new JsonArray();
+    for (Future<EngineLoad> f : taken) {
+      if (f.failed()) continue;
+      EngineLoad reading = f.result();
+      table.applyLoad(reading);
+      readings.add(reading.toJson());
+      guard.<Void>execute(() -> this.<String>map(LOADS)
+          .compose(m -> m.put(reading.iid(), seal().seal(LOADS, reading.iid(), reading.toJson()).encode())));
+    }
+    if (readings.isEmpty() || !vertx.isClustered()) return;
+    vertx.eventBus().publish(Addresses.PLACEMENT_LOADS, seal().seal(Addresses.PLACEMENT_LOADS,
+        new JsonObject().put("origin", replica).put("readings", readings)));
   }
 
-  private void readUnder(Lock lock, EngineConfig engine, long interval) {
-    guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(engine.iid())))
-        .compose(text -> {
-          EngineLoad current = bounded(EngineLoad.fromJson(seal().openText(LOADS, engine.iid(), text)));
-          if (current != null && System.currentTimeMillis() - current.readAtMs() < due(current)) {
-            return Future.succeededFuture(current);
-          }
-          return read(engine).map(reading -> idleSince(current, reading)).compose(reading -> guard.<Void>execute(() -> this.<String>map(LOADS)
-              .compose(m -> m.put(engine.iid(), seal().seal(LOADS, engine.iid(), reading.toJson()).encode()))).map(reading));
-        })
-        .onSuccess(table::applyLoad)
-        .onComplete(done -> {
-          lock.release();
-          inFlight.remove(engine.iid());
-        });
+  /** Another replica's readings: each applied when newer than the one held, and not from the future. */
+  private void heardLoads(JsonObject message) {
+    if (message == null || replica.equals(message.getString("origin")) || !view().equals("cluster")) return;
+    if (!(message.getValue("readings") instanceof JsonArray readings)) return;
+    int n = 0;
+    for (Object item : readings) {
+      if (++n > MAX_READINGS_PER_MESSAGE || !(item instanceof JsonObject json)) break;
+      EngineLoad reading = bounded(EngineLoad.fromJson(json));
+      if (reading != null) table.applyLoad(reading);
+    }
+    applyHeard();
+  }
+
+  /** Takes every engine's reading from the shared map once (a replica starting, or back on the cluster's view). */
+  private Future<Void> takeShared() {
+    return guard.<Map<String, String>>execute(() -> this.<String>map(LOADS).compose(AsyncMap::entries)).map(entries -> {
+      for (EngineConfig engine : config.get().engines()) {
+        EngineLoad shared = bounded(EngineLoad.fromJson(seal().openText(LOADS, engine.iid(), entries.get(engine.iid()))));
+        if (shared != null) table.applyLoad(shared);
+      }
+      return null;
+    });
   }
 
   /**

@@ -636,6 +636,29 @@ final class PlacementTable {
     return List.copyOf(union.values());
   }
 
+  /** The engine's last reading, or null. */
+  synchronized EngineLoad load(String iid) {
+    Slot slot = slots.get(iid);
+    return slot == null ? null : slot.load;
+  }
+
+  /**
+   * Where {@code self} stands in {@code iid}'s rendezvous order over {@code members} (0: the owner, who reads the
+   * engine; 1: the first to take over when the owner goes quiet; …); 0 when {@code self} is not among them.
+   */
+  static int rank(String iid, java.util.Collection<String> members, String self) {
+    if (!members.contains(self)) return 0;
+    long key = fnv1a(iid);
+    long mine = mix(key ^ fnv1a(self));
+    int before = 0;
+    for (String member : members) {
+      if (member.equals(self)) continue;
+      long theirs = mix(key ^ fnv1a(member));
+      if (Long.compareUnsigned(theirs, mine) > 0 || theirs == mine && member.compareTo(self) < 0) before++;
+    }
+    return before;
+  }
+
   public synchronized List<EngineView> view() {
     List<EngineView> out = new ArrayList<>();
     for (Slot s : slots.values()) {

@@ -326,7 +326,7 @@ public final class PlacementVerticle extends VerticleBase {
     JsonObject snapshot = new JsonObject().put("engines", engines).put("reservations", table.totalReservations());
     if (loads != null) {
       JsonObject placement = new JsonObject().put("policy", table.policy()).put("view", loads.view())
-          .put("prefixes_known", table.knownPrefixes());
+          .put("reader", replica).put("prefixes_known", table.knownPrefixes());
       JsonObject taken = prefixes.view();
       if (taken != null) placement.put("prefix_snapshot", taken);
       snapshot.put("placement", placement);

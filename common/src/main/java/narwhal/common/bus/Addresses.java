@@ -1,7 +1,7 @@
 package narwhal.common.bus;
 
 /** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN}, {@link #FLEET_CHANGED},
- * {@link #STREAK_CHANGED}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_SENT}, {@link #PLACEMENT_SNAPSHOT} and
+ * {@link #STREAK_CHANGED}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_SENT}, {@link #PLACEMENT_LOADS}, {@link #PLACEMENT_SNAPSHOT} and
  * {@link #CONFIG_RELOAD} cross the cluster. */
 public final class Addresses {
   /** Request-reply: a {@link ReserveRequest}, answered with a {@link Reservation} or a {@link Failures#NO_ENGINE} failure. */
@@ -33,6 +33,11 @@ public final class Addresses {
    * (checked every 100 ms) and at least once per reading interval.
    */
   public static final String PLACEMENT_SENT = "narwhal.placement.sent";
+  /**
+   * Cluster publish: {@code {"origin", "readings": [...]}}, the engine load readings a replica took in one round (of
+   * the engines it owns, or took over from an owner gone quiet), for every other replica.
+   */
+  public static final String PLACEMENT_LOADS = "narwhal.placement.loads";
   /**
    * Cluster request-reply: {@code {"origin"}}, a replica that starts or comes back asks one peer for its prefix index,
    * answered in {@link PrefixSnapshot} chunks (each reply to a chunk asks for the next); failure

@@ -1,0 +1,124 @@
+package narwhal.launcher;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Predicate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * One owner per engine (docs/operations.md#placement): three replicas as real processes share the engines' readings
+ * out — each engine read by one replica at a time, the others taking its readings from the cluster bus — and when one
+ * replica is killed (SIGKILL) its engines are read by the others, in its place, within a few intervals.
+ */
+@Timeout(300)
+class LoadOwnershipTest {
+  @Test
+  void eachEngineIsReadByOneReplicaAndAKilledOwnersEnginesAreTakenOver() throws Exception {
+    List<String> specs = List.of("P0:prefill", "P1:prefill", "P2:prefill", "D0:decode", "D1:decode", "D2:decode", "D3:decode",
+        "D4:decode", "D5:decode");
+    ClusterHarness h = ClusterHarness.start(specs, json -> json
+        .put("placement", new JsonObject().put("metrics_interval_s", 0.2).put("idle_metrics_interval_s", 0))
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000)),
+        (iid, o) -> { });
+    JsonObject fleet = h.fleetJson();
+    JsonArray members = new JsonArray();
+    for (int i = 0; i < 3; i++) members.add("127.0.0.1:" + (h.basePort + i));
+    fleet.getJsonObject("cluster").put("members", members);
+    Path file = ReplicaProcess.writeFleet(fleet.put("journal", new JsonObject().put("path", "-")));
+    try (ReplicaProcess a = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + h.basePort);
+         ReplicaProcess b = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + (h.basePort + 1));
+         ReplicaProcess c = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + (h.basePort + 2))) {
+      List<ReplicaProcess> all = List.of(a, b, c);
+      Map<ReplicaProcess, String> reader = new HashMap<>();
+      for (ReplicaProcess r : all) {
+        JsonObject state = r.awaitState(s -> s.getJsonObject("cluster", new JsonObject()).getInteger("members_seen", 0) == 3
+            && readers(s).size() == 3, 120, () -> "three members, the engines' readings taken by all three");
+        reader.put(r, state.getJsonObject("placement").getString("reader"));
+      }
+      // over a few rounds, the engines each replica reads are its own: no engine read by two replicas
+      Map<ReplicaProcess, Map<String, Double>> before = new HashMap<>();
+      for (ReplicaProcess r : all) before.put(r, reads(r));
+      long mark = System.currentTimeMillis();
+      a.awaitState(s -> readAt(s).size() == 9 && readAt(s).values().stream().allMatch(t -> t > mark + 1_000), 60,
+          () -> "every engine read for five more intervals since the counters were taken");
+      Map<ReplicaProcess, Set<String>> readBy = new HashMap<>();
+      for (ReplicaProcess r : all) {
+        Map<String, Double> now = reads(r);
+        Set<String> mine = new HashSet<>();
+        now.forEach((iid, n) -> {
+          if (n > before.get(r).getOrDefault(iid, 0.0)) mine.add(iid);
+        });
+        readBy.put(r, mine);
+      }
+      Set<String> union = new HashSet<>();
+      int total = 0;
+      for (Set<String> mine : readBy.values()) {
+        union.addAll(mine);
+        total += mine.size();
+      }
+      assertEquals(9, union.size(), "every engine read: " + readBy);
+      assertEquals(9, total, "and by one replica only: " + readBy);
+
+      Set<String> ownedByC = readBy.get(c);
+      assertTrue(!ownedByC.isEmpty(), "c owns some engines: " + readBy);
+      c.signal("KILL");
+      long killedAt = System.currentTimeMillis();
+      String readerC = reader.get(c);
+      for (ReplicaProcess r : List.of(a, b)) {
+        r.awaitState(s -> {
+          Map<String, JsonObject> loads = loads(s);
+          return ownedByC.stream().allMatch(iid -> loads.containsKey(iid) && loads.get(iid).getLong("read_at_ms") > killedAt
+              && !readerC.equals(loads.get(iid).getString("reader")));
+        }, 120, () -> "c's engines " + ownedByC + " read again by a or b");
+      }
+      JsonObject body = new JsonObject().put("model", "Qwen/Qwen3-0.6B").put("prompt", "after the kill").put("max_tokens", 2);
+      assertEquals(200, a.post("/v1/completions", body));
+    } finally {
+      h.close();
+    }
+  }
+
+  /** Each engine's load as the replica holds it. */
+  private static Map<String, JsonObject> loads(JsonObject state) {
+    Map<String, JsonObject> out = new HashMap<>();
+    for (Object o : state.getJsonArray("engines")) {
+      JsonObject load = ((JsonObject) o).getJsonObject("load");
+      if (load != null && load.containsKey("running")) out.put(((JsonObject) o).getString("iid"), load);
+    }
+    return out;
+  }
+
+  private static Map<String, Long> readAt(JsonObject state) {
+    Map<String, Long> out = new HashMap<>();
+    loads(state).forEach((iid, load) -> out.put(iid, load.getLong("read_at_ms")));
+    return out;
+  }
+
+  private static Set<String> readers(JsonObject state) {
+    Set<String> out = new HashSet<>();
+    loads(state).values().forEach(load -> out.add(load.getString("reader")));
+    return out;
+  }
+
+  /** The replica's own readings of each engine so far ({@code narwhal_engine_load_reads_total{outcome="ok"}}). */
+  private static Map<String, Double> reads(ReplicaProcess r) {
+    Map<String, Double> out = new HashMap<>();
+    for (String line : r.metrics().split("\n")) {
+      if (!line.startsWith("narwhal_engine_load_reads_total{") || !line.contains("outcome=\"ok\"")) continue;
+      String iid = line.replaceAll(".*iid=\"([^\"]+)\".*", "$1");
+      out.put(iid, Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)));
+    }
+    return out;
+  }
+}
