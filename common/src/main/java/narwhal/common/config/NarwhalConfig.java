@@ -149,7 +149,7 @@ public record NarwhalConfig(
     for (SecretRef client : List.of(server.apiKey(), server.opsToken())) {
       if (engineKey.equals(client.lookupName())) {
         String value = client.file().isEmpty() ? client.env() : client.file();
-        throw ConfigException.invalid(client.key(), value, "a source other than " + engine.engineApiKey().key()
+        throw ConfigException.invalid(client.key(), value, (client.file().isEmpty() ? "a variable" : "a file") + " other than " + engine.engineApiKey().key()
             + " (the engines' key is never a client key)");
       }
     }
