@@ -49,8 +49,8 @@ class ClusterDiscoveryTest {
     JoinConfig join = config.getNetworkConfig().getJoin();
     KubernetesConfig k8s = join.getKubernetesConfig();
     assertTrue(k8s.isEnabled());
-    assertEquals(Map.of("service-name", "narwhal-routers", "namespace", "inference", "service-port", "5801"),
-        k8s.getProperties());
+    assertEquals(Map.of("service-name", "narwhal-routers", "namespace", "inference", "service-port", "5801",
+        "expose-externally", "false"), k8s.getProperties(), "members are pods at their IPs: no node or service look-ups");
     assertFalse(join.getTcpIpConfig().isEnabled());
     assertFalse(join.getMulticastConfig().isEnabled());
     assertFalse(join.getAutoDetectionConfig().isEnabled());
