@@ -260,6 +260,11 @@ public final class NarwhalNode {
         .compose(v -> watcher.start(1_000));
   }
 
+  /** Re-reads the fleet file now, as the {@code reload-config} admin command does (tests: no wait for the next period). */
+  Future<Boolean> reloadNow() {
+    return Future.<Boolean>future(p -> vertx.runOnContext(v -> watcher.reloadNow().onComplete(p)));
+  }
+
   public int port() {
     return router.actualPort();
   }

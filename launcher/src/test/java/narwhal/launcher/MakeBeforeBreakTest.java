@@ -182,6 +182,61 @@ class MakeBeforeBreakTest {
     assertEquals(200, ClusterHarness.await(streams.get(0)), "its running stream finished");
   }
 
+  @Test
+  void aCandidateReplacedOrWithdrawnIsNeverSwappedInAndAHangingOneHoldsNothing() throws Exception {
+    sim("P0", "prefill", 0, 0);
+    SimEngine old = sim("D0", "decode", 0, 0);
+    startRouter(Map.of("P0", sims.get("P0").url(), "D0", old.url()));
+    AtomicBoolean stop = new AtomicBoolean();
+    Future<Void> running = load(stop);
+    await(() -> statuses.size() >= 10, "the load runs");
+
+    int first = freePort();
+    int second = freePort();
+    reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + first)), "re-pointed to a dead address");
+    reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + second)), "re-pointed again before the first candidate passed");
+    SimEngine superseded = sim("D0-first", "decode", first, 0);
+    int atFirst = statuses.size();
+    await(() -> statuses.size() >= atFirst + 30, "requests while the superseded address answers");
+    assertEquals(0, clientDecodes(superseded), "a replaced candidate is never swapped in, though it now passes");
+
+    SimEngine newest = sim("D0-second", "decode", second, 0);
+    await(() -> clientDecodes(newest) >= 3, "the newest candidate is swapped in once it passes");
+
+    int third = freePort();
+    reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + third)), "re-pointed to a third dead address");
+    reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", newest.url())), "and back before it passed");
+    SimEngine withdrawn = sim("D0-third", "decode", third, 0);
+    int atWithdrawn = statuses.size();
+    await(() -> statuses.size() >= atWithdrawn + 30, "requests while the withdrawn address answers");
+    assertEquals(0, clientDecodes(withdrawn), "a withdrawn candidate is forgotten");
+
+    try (ServerSocket silent = new ServerSocket(0)) {
+      // accepts connections (the backlog) and never answers a byte
+      reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + silent.getLocalPort())), "re-pointed to an address that never answers");
+      long before = clientDecodes(newest);
+      int atSilent = statuses.size();
+      await(() -> statuses.size() >= atSilent + 30, "requests while the candidate hangs");
+      assertTrue(clientDecodes(newest) > before, "the engine in service keeps serving while the candidate hangs");
+      reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", newest.url())), "back to the engine in service");
+    }
+    int atEnd = statuses.size();
+    await(() -> statuses.size() >= atEnd + 10, "requests after it all");
+    stop.set(true);
+    ClusterHarness.await(running);
+    assertEquals(List.of(), statuses.stream().filter(x -> x != 200).toList(), "no request failed: " + statuses.size() + " sent");
+    assertEquals("serving", state("D0"));
+  }
+
+  /**
+   * Writes {@code fleet} ({@code what} it does) and has the node apply it now; the periodic read may apply it as well,
+   * and the same text applied twice is one change.
+   */
+  private void reload(JsonObject fleet, String what) throws Exception {
+    Files.writeString(fleetFile, fleet.encodePrettily());
+    ClusterHarness.await(node.reloadNow());
+  }
+
   private double reloadsApplied() {
     return node.registry().find("narwhal.config.reloads").tag("outcome", "applied").counters().stream()
         .mapToDouble(io.micrometer.core.instrument.Counter::count).sum();
