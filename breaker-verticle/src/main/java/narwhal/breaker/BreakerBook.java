@@ -476,10 +476,13 @@ final class BreakerBook {
     r.changedBy = event.origin();
     r.state = event.state();
     r.cause = event.state() == EngineState.SERVING ? null : event.cause();
-    r.quarantineUntilMs = event.state() == EngineState.QUARANTINED ? event.untilMs() : 0;
+    // an end further out than any decision can set (a year's quarantine; a probe backoff is far shorter) is no
+    // replica's: a forged or broken one would keep the engine out for good
+    long until = Math.min(event.untilMs(), ClockBound.plus(event.changedMs(), (long) (MAX_QUARANTINE_S * 1000)));
+    r.quarantineUntilMs = event.state() == EngineState.QUARANTINED ? until : 0;
     if (event.producer() != null) r.probeProducer = event.producer();
     boolean out = event.state() == EngineState.HELD || event.state() == EngineState.EJECTED;
-    r.probeDueMs = !out ? 0 : event.untilMs() > 0 ? event.untilMs()
+    r.probeDueMs = !out ? 0 : until > 0 ? until
         : "admin".equals(event.cause()) ? ClockBound.plus(event.changedMs(), recovery.readmitIntervalMs()) : 0;
     if (out && r.probeDueMs > event.changedMs()) {
       long doublings = (r.probeDueMs - event.changedMs()) / Math.max(1, recovery.readmitIntervalMs());

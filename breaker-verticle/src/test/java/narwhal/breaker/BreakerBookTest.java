@@ -321,6 +321,21 @@ class BreakerBookTest {
   }
 
   @Test
+  void anEndFurtherOutThanAnyDecisionCanSetIsBoundedToAYear() {
+    BreakerBook b = book("{}");
+    long year = (long) (BreakerBook.MAX_QUARANTINE_S * 1000);
+    assertTrue(b.applyRemote(new EngineStateEvent("D0", EngineState.QUARANTINED, "admin", Long.MAX_VALUE, null, now.get(), "breaker-other"))
+        .isPresent());
+    assertEquals(now.get() + year, b.quarantineUntil("D0"), "a quarantine ends within a year of its decision, whatever the event says");
+    assertTrue(b.applyRemote(new EngineStateEvent("D1", EngineState.EJECTED, "admin", Long.MAX_VALUE, null, now.get(), "breaker-other"))
+        .isPresent());
+    assertTrue(b.readmissionRound().stream().noneMatch(a -> a instanceof BreakerAction.Probe p && p.iid().equals("D1")));
+    now.addAndGet(year + 1);
+    assertTrue(b.readmissionRound().stream().anyMatch(a -> a instanceof BreakerAction.Probe p && p.iid().equals("D1")),
+        "D1 is probed again after a year at most, not left out for good");
+  }
+
+  @Test
   void aVersionFurtherAheadThanTheClockSkewIsRefusedAndNoVersionWraps() {
     BreakerBook b = book("{}");
     long tooFar = now.get() + narwhal.common.bus.ClockBound.MAX_SKEW_MS + 1;
