@@ -228,6 +228,34 @@ class MakeBeforeBreakTest {
     assertEquals("serving", state("D0"));
   }
 
+  @Test
+  void twoDecodeEnginesSwappingAddressesInOneReloadLoseNothing() throws Exception {
+    sim("P0", "prefill", 0, 0);
+    SimEngine x = sim("D0", "decode", 0, 0);
+    SimEngine y = sim("D1", "decode", 0, 0);
+    Map<String, String> before = new LinkedHashMap<>();
+    before.put("P0", sims.get("P0").url());
+    before.put("D0", x.url());
+    before.put("D1", y.url());
+    startRouter(before);
+    AtomicBoolean stop = new AtomicBoolean();
+    Future<Void> running = load(stop);
+    await(() -> statuses.size() >= 10, "the load runs");
+    Map<String, String> swapped = new LinkedHashMap<>(before);
+    swapped.put("D0", y.url());
+    swapped.put("D1", x.url());
+    reload(fleet(swapped), "D0 and D1 swap addresses in one reload");
+    await(() -> "serving".equals(state("D0")) && "serving".equals(state("D1")), "both serve after the swap");
+    long xBefore = clientDecodes(x);
+    long yBefore = clientDecodes(y);
+    int atSwap = statuses.size();
+    await(() -> statuses.size() >= atSwap + 30, "requests after the swap");
+    stop.set(true);
+    ClusterHarness.await(running);
+    assertTrue(clientDecodes(x) > xBefore && clientDecodes(y) > yBefore, "both engines still get legs");
+    assertEquals(List.of(), statuses.stream().filter(s -> s != 200).toList(), "no request failed: " + statuses.size() + " sent");
+  }
+
   /**
    * Writes {@code fleet} ({@code what} it does) and has the node apply it now; the periodic read may apply it as well,
    * and the same text applied twice is one change.
