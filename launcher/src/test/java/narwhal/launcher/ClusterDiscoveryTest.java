@@ -60,7 +60,7 @@ class ClusterDiscoveryTest {
 
     ClusterConfig ownNamespace = cluster(new JsonObject().put("discovery", "kubernetes")
         .put("kubernetes", new JsonObject().put("service_name", "routers")));
-    assertEquals(Map.of("service-name", "routers", "service-port", "5701"),
+    assertEquals(Map.of("service-name", "routers", "service-port", "5701", "expose-externally", "false"),
         ClusterBootstrap.hazelcastConfig(ownNamespace, false).getNetworkConfig().getJoin().getKubernetesConfig().getProperties(),
         "no namespace: Hazelcast uses the pod's own");
   }
