@@ -86,15 +86,14 @@ public final class NarwhalNode {
    */
   static Future<NarwhalNode> start(NarwhalConfig config, PreflightMode mode, Consumer<String> out, UnaryOperator<String> env,
                                    UnaryOperator<SharedData> sharedData) {
-    Promise<NarwhalNode> started = Promise.promise();
-    List<String> unchecked = new ArrayList<>();
-    UnaryOperator<String> secrets = env instanceof SecretFiles ? env : new SecretFiles(env);
-    start(config, mode, out, secrets, sharedData, started, unchecked);
-    return started.future();
+    return startWithSecrets(config, mode, out, env instanceof SecretFiles ? env : new SecretFiles(env), sharedData);
   }
 
-  private static void start(NarwhalConfig config, PreflightMode mode, Consumer<String> out, UnaryOperator<String> env,
-                            UnaryOperator<SharedData> sharedData, Promise<NarwhalNode> started, List<String> unchecked) {
+  /** As {@link #start}, {@code env} being the replica's secret source (files re-read by {@link #watchSecrets}). */
+  private static Future<NarwhalNode> startWithSecrets(NarwhalConfig config, PreflightMode mode, Consumer<String> out,
+                                                      UnaryOperator<String> env, UnaryOperator<SharedData> sharedData) {
+    Promise<NarwhalNode> started = Promise.promise();
+    List<String> unchecked = new ArrayList<>();
     create(config, env).onFailure(started::fail).onSuccess(node -> node.startSims()
         .compose(v -> mode == PreflightMode.SKIP ? Future.succeededFuture()
             : new Preflight(node.vertx, config, node.facts, env).pairs(node.joining() ? Preflight.Pairs.NONE : Preflight.Pairs.AUTO)
@@ -125,6 +124,7 @@ public final class NarwhalNode {
         })
         // closing is not chained: the chain's futures belong to an event loop that close() ends
         .onFailure(err -> node.close().onComplete(x -> started.fail(err))));
+    return started.future();
   }
 
   /**

@@ -58,10 +58,11 @@ final class PeerLookup {
     this.namespace = !k8s.namespace().isEmpty() ? k8s.namespace() : read(account.resolve("namespace"), "default");
     WebClientOptions options = new WebClientOptions().setUserAgent("narwhal-peer-lookup").setConnectTimeout(3_000)
         .setIdleTimeout(30).setFollowRedirects(false);
-    if (base.startsWith("https:") && Files.isReadable(account.resolve("ca.crt"))) {
-      options.setSsl(true).setTrustOptions(new PemTrustOptions().addCertPath(account.resolve("ca.crt").toString()));
-    } else if (base.startsWith("https:")) {
+    if (base.startsWith("https:")) {
       options.setSsl(true);
+      // the pod's CA when it has one (in-cluster), else the JVM's trust store (an api_url with a public certificate)
+      Path ca = account.resolve("ca.crt");
+      if (Files.isReadable(ca)) options.setTrustOptions(new PemTrustOptions().addCertPath(ca.toString()));
     }
     this.web = WebClient.create(vertx, options);
   }

@@ -114,6 +114,12 @@ class MakeBeforeBreakTest {
     throw new AssertionError("never: " + what);
   }
 
+  /** Waits until {@code n} more requests have ended than had now. */
+  private void awaitMoreRequests(int n, String what) {
+    int now = statuses.size();
+    await(() -> statuses.size() >= now + n, what);
+  }
+
   private static long clientDecodes(SimEngine sim) {
     return sim.requests().stream().filter(r -> "decode".equals(r.getString("phase"))
         && !r.getString("request_id", "").startsWith("probe-") && !r.getString("request_id", "").startsWith("preflight-")).count();
@@ -145,8 +151,7 @@ class MakeBeforeBreakTest {
     SimEngine moved = sim("D0-new", "decode", newPort, 0);
     await(() -> clientDecodes(moved) >= 5, "the engine at the new address serves once its checks pass");
     long oldAfterSwap = clientDecodes(old);
-    int atSwap = statuses.size();
-    await(() -> statuses.size() >= atSwap + 20, "requests after the swap");
+    awaitMoreRequests(20, "requests after the swap");
     stop.set(true);
     ClusterHarness.await(running);
 
@@ -196,8 +201,7 @@ class MakeBeforeBreakTest {
     reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + first)), "re-pointed to a dead address");
     reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + second)), "re-pointed again before the first candidate passed");
     SimEngine superseded = sim("D0-first", "decode", first, 0);
-    int atFirst = statuses.size();
-    await(() -> statuses.size() >= atFirst + 30, "requests while the superseded address answers");
+    awaitMoreRequests(30, "requests while the superseded address answers");
     assertEquals(0, clientDecodes(superseded), "a replaced candidate is never swapped in, though it now passes");
 
     SimEngine newest = sim("D0-second", "decode", second, 0);
@@ -207,21 +211,18 @@ class MakeBeforeBreakTest {
     reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + third)), "re-pointed to a third dead address");
     reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", newest.url())), "and back before it passed");
     SimEngine withdrawn = sim("D0-third", "decode", third, 0);
-    int atWithdrawn = statuses.size();
-    await(() -> statuses.size() >= atWithdrawn + 30, "requests while the withdrawn address answers");
+    awaitMoreRequests(30, "requests while the withdrawn address answers");
     assertEquals(0, clientDecodes(withdrawn), "a withdrawn candidate is forgotten");
 
     try (ServerSocket silent = new ServerSocket(0)) {
       // accepts connections (the backlog) and never answers a byte
       reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", "http://127.0.0.1:" + silent.getLocalPort())), "re-pointed to an address that never answers");
       long before = clientDecodes(newest);
-      int atSilent = statuses.size();
-      await(() -> statuses.size() >= atSilent + 30, "requests while the candidate hangs");
+      awaitMoreRequests(30, "requests while the candidate hangs");
       assertTrue(clientDecodes(newest) > before, "the engine in service keeps serving while the candidate hangs");
       reload(fleet(Map.of("P0", sims.get("P0").url(), "D0", newest.url())), "back to the engine in service");
     }
-    int atEnd = statuses.size();
-    await(() -> statuses.size() >= atEnd + 10, "requests after it all");
+    awaitMoreRequests(10, "requests after it all");
     stop.set(true);
     ClusterHarness.await(running);
     assertEquals(List.of(), statuses.stream().filter(x -> x != 200).toList(), "no request failed: " + statuses.size() + " sent");
@@ -248,8 +249,7 @@ class MakeBeforeBreakTest {
     await(() -> "serving".equals(state("D0")) && "serving".equals(state("D1")), "both serve after the swap");
     long xBefore = clientDecodes(x);
     long yBefore = clientDecodes(y);
-    int atSwap = statuses.size();
-    await(() -> statuses.size() >= atSwap + 30, "requests after the swap");
+    awaitMoreRequests(30, "requests after the swap");
     stop.set(true);
     ClusterHarness.await(running);
     assertTrue(clientDecodes(x) > xBefore && clientDecodes(y) > yBefore, "both engines still get legs");

@@ -176,7 +176,7 @@ final class LoadReadings {
       List<String> members = cluster.routers();
       String self = cluster.self();
       long now = System.currentTimeMillis();
-      unreadSince.keySet().retainAll(engines.stream().map(EngineConfig::iid).toList());
+      unreadSince.keySet().retainAll(engines.stream().map(EngineConfig::iid).collect(java.util.stream.Collectors.toSet()));
       List<Future<EngineLoad>> taken = new ArrayList<>();
       for (EngineConfig engine : engines) {
         EngineLoad known = table.load(engine.iid());
