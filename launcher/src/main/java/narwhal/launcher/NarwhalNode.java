@@ -56,6 +56,7 @@ public final class NarwhalNode {
   private String routerDeployment;
   private Future<Void> stopping;
   private FleetFileWatcher watcher;
+  private EngineSources sources;
 
   private NarwhalNode(Vertx vertx, PrometheusMeterRegistry registry, HazelcastClusterManager cluster, ClusterHealth health,
                       NarwhalConfig config, UnaryOperator<String> env) {
@@ -249,6 +250,7 @@ public final class NarwhalNode {
           narwhal.router.Access.verifyStart(next, env);
           return null;
         }, false));
+    if (config.get().discovery().enabled()) sources = EngineSources.start(vertx, config.get().discovery(), watcher);
     return vertx.eventBus().<Object>consumer(Addresses.CONFIG_RELOAD, msg -> {
       JsonObject body = narwhal.common.bus.ClusterSeal.of(vertx).open(Addresses.CONFIG_RELOAD, msg.body());
       // sealed with the time it was sent: a replayed one is refused once older than the tolerated clock skew
@@ -384,6 +386,7 @@ public final class NarwhalNode {
   public Future<Void> close() {
     Promise<Void> closed = Promise.promise();
     Future<Void> chain = Future.succeededFuture();
+    if (sources != null) sources.close();
     for (EmbeddedEngines.Running sim : sims) chain = chain.compose(v -> sim.close());
     chain.onComplete(ar -> vertx.close().onComplete(v -> {
       if (health != null) health.close();

@@ -160,11 +160,32 @@ class DeployManifestsTest {
     Map<String, Object> role = one("Role", (String) map(binding, "roleRef").get("name"));
     // PeerLookup and Hazelcast: list endpointslices, get endpoints (an older API server)
     for (String[] need : List.of(new String[] {"discovery.k8s.io", "endpointslices", "list"}, new String[] {"", "endpoints", "get"},
-        new String[] {"", "endpoints", "list"})) {
+        new String[] {"", "endpoints", "list"},
+        // engine discovery: an informer lists and watches pods
+        new String[] {"", "pods", "list"}, new String[] {"", "pods", "watch"})) {
       assertTrue(list(role, "rules").stream().anyMatch(rule -> ((List<String>) rule.get("apiGroups")).contains(need[0])
               && ((List<String>) rule.get("resources")).contains(need[1]) && ((List<String>) rule.get("verbs")).contains(need[2])),
           "the Role allows " + need[2] + " " + need[1] + " (" + need[0] + ")");
     }
+  }
+
+  @Test
+  void engineDiscoveryFindsTheExampleEnginesByTheirLabelsPortsAndModel() {
+    var discovery = fleet.discovery().kubernetes();
+    assertTrue(discovery.enabled(), "the example fleet discovers its engines");
+    Map<String, String> roles = Map.of("vllm-prefill", discovery.prefillSelector(), "vllm-decode", discovery.decodeSelector());
+    roles.forEach((workload, selector) -> {
+      Map<String, Object> template = map(one("StatefulSet", workload), "spec", "template");
+      Map<String, Object> labels = map(template, "metadata", "labels");
+      for (String term : selector.split(",")) {
+        String[] kv = term.split("=", 2);
+        assertEquals(kv[1], String.valueOf(labels.get(kv[0])), workload + "'s pods carry " + term + " (" + selector + ")");
+      }
+      Map<String, Object> container = list(map(template, "spec"), "containers").get(0);
+      Set<Object> ports = list(container, "ports").stream().map(port -> port.get("name")).collect(java.util.stream.Collectors.toSet());
+      assertTrue(ports.containsAll(Set.of(discovery.port(), discovery.kvSideChannelPort())), workload + " names its ports: " + ports);
+      assertEquals(fleet.model(), map(template, "metadata", "annotations").get(discovery.modelLabel()), workload + "'s model");
+    });
   }
 
   @Test

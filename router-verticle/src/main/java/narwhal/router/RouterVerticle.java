@@ -154,6 +154,10 @@ public final class RouterVerticle extends VerticleBase {
         v -> narwhal.common.bus.ClusterView.of(v).discoveryFailing() ? 1 : 0)
         .description("1 while the look-up of the peers through Kubernetes discovery fails (RBAC, DNS, the API unreachable)")
         .register(registry);
+    io.micrometer.core.instrument.Gauge.builder("narwhal.discovery.stale", vertx,
+        v -> narwhal.common.bus.DiscoveryStatus.of(v).stale() ? 1 : 0)
+        .description("1 while engine discovery from the Kubernetes API cannot list or watch (unreachable, refused): the last known engines stay")
+        .register(registry);
     io.micrometer.core.instrument.Gauge.builder("narwhal.cluster.refused", vertx, v -> narwhal.common.bus.ClusterView.of(v).refusal() == null ? 0 : 1)
         .description("1 while the members this replica is configured to join refuse it (another cluster.name or cluster.tls.enabled)")
         .register(registry);

@@ -63,7 +63,8 @@ final class StateRoute implements Handler<RoutingContext> {
           .put("reservations", p.getInteger("reservations", 0)).put("retry_credits", replica.retryBudget().credits())
           .put("handoffs_left", replica.metrics().handoffsLeft())
           .put("cluster_members", new JsonArray(List.copyOf(replica.members().get())))
-          .put("cluster", ClusterView.of(vertx).toJson()));
+          .put("cluster", ClusterView.of(vertx).toJson())
+          .put("discovery", narwhal.common.bus.DiscoveryStatus.of(vertx).toJson()));
     });
   }
 }

@@ -39,6 +39,9 @@ public final class FleetFileWatcher {
   private Consumer<String> onUnreadable = why -> { };
   private java.util.function.BinaryOperator<NarwhalConfig> staging = (previous, next) -> next;
   private java.util.function.Function<NarwhalConfig, Future<Void>> verifying = next -> Future.succeededFuture();
+  private java.util.function.UnaryOperator<NarwhalConfig> combining = java.util.function.UnaryOperator.identity();
+  /** The configuration the file itself holds (before {@link #combining}), or null before {@link #start}. */
+  private NarwhalConfig fileConfig;
   private long timer = -1;
   private boolean reading;
 
@@ -55,6 +58,7 @@ public final class FleetFileWatcher {
     this.current = current;
     this.onApplied = onApplied;
     this.onRefused = onRefused;
+    this.fileConfig = current.get();
   }
 
   /** Remembers the file as it is now, then checks it every {@code periodMs}. */
@@ -96,6 +100,25 @@ public final class FleetFileWatcher {
   public FleetFileWatcher verifying(java.util.function.Function<NarwhalConfig, Future<Void>> verifying) {
     this.verifying = verifying;
     return this;
+  }
+
+  /**
+   * What the file's configuration is combined with before it is checked and applied: engines from discovery join the
+   * file's ({@code combining(parsed)} returns the configuration with them).
+   */
+  public FleetFileWatcher combining(java.util.function.UnaryOperator<NarwhalConfig> combining) {
+    this.combining = combining;
+    return this;
+  }
+
+  /**
+   * Applies the file's last good configuration again, combined afresh ({@link #combining}: discovery's engines
+   * changed), through the same staging and announcement as a changed file; call on the watcher's context.
+   */
+  public Future<Boolean> recombine() {
+    if (fileConfig == null) return Future.succeededFuture(false);
+    apply(lastText, fileConfig, false);
+    return Future.succeededFuture(true);
   }
 
   public void stop() {
@@ -152,7 +175,7 @@ public final class FleetFileWatcher {
         refuse(text, e);
         return Future.succeededFuture(false);
       }
-      apply(text, parsed);
+      apply(text, parsed, true);
       return Future.succeededFuture(true);
     });
   }
@@ -164,16 +187,18 @@ public final class FleetFileWatcher {
     onRefused.accept(e);
   }
 
-  private void apply(String text, NarwhalConfig parsed) {
+  private void apply(String text, NarwhalConfig parsed, boolean fromFile) {
     lastText = text;
+    fileConfig = parsed;
+    NarwhalConfig combined = combining.apply(parsed);
     NarwhalConfig previous;
     NarwhalConfig next;
     synchronized (current) {
       previous = current.get();
-      next = staging.apply(previous, parsed);
+      next = staging.apply(previous, combined);
       current.set(next);
     }
-    LOG.info(() -> "fleet file " + path + " applied");
+    if (fromFile) LOG.info(() -> "fleet file " + path + " applied");
     onApplied.accept(previous, next);
   }
 }

@@ -30,7 +30,8 @@ public record NarwhalConfig(
     SimConfig sim,
     PlacementConfig placement,
     TelemetryConfig telemetry,
-    LoggingConfig logging) {
+    LoggingConfig logging,
+    DiscoveryConfig discovery) {
 
   public static final String SCHEMA = "narwhal.fleet";
   public static final int SCHEMA_VERSION = 1;
@@ -71,10 +72,12 @@ public record NarwhalConfig(
       TelemetryConfig.SECTION, TelemetryConfig::read);
   static final Key<NarwhalConfig, LoggingConfig> LOGGING = Key.section("logging", NarwhalConfig::logging,
       LoggingConfig.SECTION, LoggingConfig::read);
+  static final Key<NarwhalConfig, DiscoveryConfig> DISCOVERY = Key.section("discovery", NarwhalConfig::discovery,
+      DiscoveryConfig.SECTION, DiscoveryConfig::read);
   /** Every key of the fleet file, in the order {@link #toJson} writes them. */
   public static final Section<NarwhalConfig> FILE = new Section<>(SCHEMA_KEY, SCHEMA_VERSION_KEY, MODEL, ENGINES,
       ENGINE_CONTRACT, SERVER, SERVING, ENGINE, RECOVERY, CLUSTER, ADMIN, JOURNAL, METRICS, SIM, PLACEMENT, TELEMETRY,
-      LOGGING);
+      LOGGING, DISCOVERY);
 
   public NarwhalConfig {
     Objects.requireNonNull(model, "model");
@@ -93,6 +96,7 @@ public record NarwhalConfig(
     Objects.requireNonNull(placement, "placement");
     Objects.requireNonNull(telemetry, "telemetry");
     Objects.requireNonNull(logging, "logging");
+    Objects.requireNonNull(discovery, "discovery");
   }
 
   /** Parses the text of a fleet file; text that is not a JSON object is refused as malformed. */
@@ -107,7 +111,7 @@ public record NarwhalConfig(
   /** This configuration with {@code engines} in place of its own (the make-before-break of re-pointed engines). */
   public NarwhalConfig withEngines(List<EngineConfig> engines) {
     return new NarwhalConfig(model, engines, engineContract, server, serving, engine, recovery, cluster, admin, journal,
-        metrics, sim, placement, telemetry, logging);
+        metrics, sim, placement, telemetry, logging, discovery);
   }
 
   public static NarwhalConfig fromJson(JsonObject json) {
@@ -116,7 +120,8 @@ public record NarwhalConfig(
     r.get(SCHEMA_KEY);
     r.get(SCHEMA_VERSION_KEY);
     String model = r.get(MODEL);
-    List<EngineConfig> engines = engines(r);
+    DiscoveryConfig discovery = r.get(DISCOVERY);
+    List<EngineConfig> engines = engines(r, discovery.enabled());
     JsonObject engineContract = engineContract(r);
     ServerConfig server = r.get(SERVER);
     SectionReader serving = r.section(SERVING.name(), ServingConfig.SECTION);
@@ -127,7 +132,7 @@ public record NarwhalConfig(
     return new NarwhalConfig(model, engines, engineContract, server, servingConfig, engine,
         RecoveryConfig.read(r.section(RECOVERY.name(), RecoveryConfig.SECTION), engineContract != null),
         r.get(CLUSTER), r.get(ADMIN), r.get(JOURNAL), r.get(METRICS), r.get(SIM), r.get(PLACEMENT), r.get(TELEMETRY),
-        r.get(LOGGING));
+        r.get(LOGGING), discovery);
   }
 
   /** The sections the admin command line reads (docs/operations.md#admin-commands). */
@@ -155,9 +160,11 @@ public record NarwhalConfig(
     }
   }
 
-  private static List<EngineConfig> engines(SectionReader r) {
-    JsonArray array = r.array("engines", ENGINES_EXPECTATION);
-    if (array.isEmpty()) {
+  /** The file's engines; none is a valid list only when {@code discovered} (engines come from discovery). */
+  private static List<EngineConfig> engines(SectionReader r, boolean discovered) {
+    if (discovered && r.raw("engines") == null) return List.of();
+    JsonArray array = r.array("engines", discovered ? "a list of engines (discovery adds more)" : ENGINES_EXPECTATION);
+    if (array.isEmpty() && !discovered) {
       throw r.invalid("engines", ENGINES_EXPECTATION);
     }
     List<EngineConfig> engines = new ArrayList<>();
