@@ -297,7 +297,7 @@ final class RequestLifecycle implements Admission.Cuttable {
    */
   private static boolean engineStopping(EngineFault fault) {
     return fault.kind() == FaultKind.CONNECT_ERROR || fault.kind() == FaultKind.CONNECTION_RESET
-        || fault.kind() == FaultKind.ENGINE_OVERLOADED && fault.status() == 503;
+        || fault.kind() == FaultKind.ENGINE_OVERLOADED && fault.engineStatus() == 503;
   }
 
   private Future<Reservation> reserve(Phase phase, String avoid) {

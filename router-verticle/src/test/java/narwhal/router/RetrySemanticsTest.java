@@ -180,12 +180,41 @@ class RetrySemanticsTest {
     allReleased(h);
   }
 
+  /**
+   * A consumer answering 503 before any output (vLLM stopping: "server is shutting down" on an open connection) took no
+   * work: the decode is tried on the other consumer even with {@code max_attempts} 1, and no client sees it.
+   */
+  @Test
+  void aDecode503IsRetriedOnAnotherConsumerBeyondTheAttemptLimit() throws Exception {
+    try (RouterHarness one = RouterHarness.start(List.of("P0:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("serving", new JsonObject().put("max_attempts", 1)))) {
+      one.engine("D0").faults().add(new JsonObject().put("kind", "status").put("status", 503).put("phase", "decode")
+          .put("message", "server is shutting down"));
+      int retried = 0;
+      for (int i = 0; i < 8; i++) {
+        RouterHarness.Reply reply = FailureChecks.post(one, "/v1/completions", FaultMatrixTest.completion(i % 2 == 0));
+        assertEquals(200, reply.status(), reply.body());
+        JsonObject row = rowFor(one, reply.requestId());
+        if (row.getInteger("attempts") == 2) {
+          JsonObject f = row.getJsonArray("attempt_failures").getJsonObject(0);
+          assertEquals("D0", f.getString("decode_iid"), row.encode());
+          assertEquals("allowed", f.getString("retry_reason"), row.encode());
+          assertEquals("D1", row.getString("decode_iid"), row.encode());
+          retried++;
+        }
+      }
+      assertTrue(retried > 0, "some decode was placed on D0 and retried");
+      allReleased(one);
+    }
+  }
+
+  /** A 429 is transient but not an engine stopping (503, refused, reset: those get attempts beyond the limit). */
   @Test
   void attemptLimitWithOneAttempt() throws Exception {
     try (RouterHarness one = RouterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode", "D1:decode"), json -> json
         .put("serving", new JsonObject().put("max_attempts", 1)))) {
       for (String p : List.of("P0", "P1")) {
-        one.engine(p).faults().add(new JsonObject().put("kind", "status").put("status", 503).put("phase", "prefill"));
+        one.engine(p).faults().add(new JsonObject().put("kind", "status").put("status", 429).put("phase", "prefill"));
       }
       RouterHarness.Reply reply = FailureChecks.post(one, "/v1/completions", FaultMatrixTest.completion(false));
       assertEquals(502, reply.status(), reply.body());

@@ -39,8 +39,9 @@ import java.util.regex.Pattern;
  * simulated engines are replaced one by one, first as a rollout whose fleet file follows 5 s late (the new engine up,
  * the old one stopped as vLLM on SIGTERM, then the engine re-pointed to the new address), then with the file first
  * (re-pointed, then the old one stopped 5 s later); then decode is scaled in to 2 and out to 8, one fleet change per
- * added engine, 2 s apart. Counts every failed request, and for each change the time from the router applying it to
- * the first client leg on the new engine.
+ * added engine, 2 s apart; then all of it again with a second router that discovers its engines from their pods in a
+ * Kubernetes API stand-in ({@link PodChurn}). Counts every failed request, and for each change the time from the router
+ * applying it to the first client leg on the new engine.
  */
 public final class EngineChurnScenario implements Scenario {
   private static final String PATH = "/v1/completions";
@@ -53,7 +54,8 @@ public final class EngineChurnScenario implements Scenario {
 
   @Override
   public String summary() {
-    return "R13 (issue 41): 2 prefill + 6 decode engines replaced one by one both ways, then decode scaled 2 → 8, under streaming load";
+    return "R13 (issues 41, 42): 2 prefill + 6 decode engines replaced one by one both ways, then decode scaled 2 → 8, under "
+        + "streaming load; then the same through engine discovery (pods in a Kubernetes API stand-in)";
   }
 
   /** One fleet change and what followed it. */
@@ -142,9 +144,14 @@ public final class EngineChurnScenario implements Scenario {
     JvmProbe.sleep(smoke ? 500 : 2_000);
     stop.set(true);
     LoadGenerator.join(Future.all(loops), 60);
+    router.close();
+
+    progress.say("the same churn through engine discovery: the engines' pods in a Kubernetes API stand-in, no fleet file change");
+    RunStats podStats = new RunStats("churn-discovery").window(System.nanoTime(), Long.MAX_VALUE);
+    changes.addAll(throughDiscovery(env, engines, smoke, clients, scaleGapMs, podStats));
 
     ResultTable table = new ResultTable("each fleet change (first client leg on the new engine, after the router applied the change)",
-        "phase", "engine", "change", "applied after write ms", "first client leg after applied ms");
+        "phase", "engine", "change", "applied after the change ms", "first client leg after applied ms");
     long worst = 0;
     int never = 0;
     for (Change c : changes) {
@@ -158,12 +165,117 @@ public final class EngineChurnScenario implements Scenario {
         "max ms");
     requests.row(stats.completed(), stats.ok(), stats.errors(), Fmt.pct(stats.latency(), 50), Fmt.pct(stats.latency(), 99),
         Fmt.ms(stats.latency().max()));
+    requests.row(podStats.completed() + " (discovery)", podStats.ok(), podStats.errors(), Fmt.pct(podStats.latency(), 50),
+        Fmt.pct(podStats.latency(), 99), Fmt.ms(podStats.latency().max()));
     report.table(requests);
     if (stats.errors() > 0) report.note("failed requests (samples): " + String.join(" | ", stats.errorSamples()));
+    if (podStats.errors() > 0) report.note("failed requests through discovery (samples): " + String.join(" | ", podStats.errorSamples()));
     report.verdict(Verdict.check("R13", "no failed request while engines are replaced and scaled (graceful stops)",
         stats.errors() + " of " + stats.completed(), "0", stats.errors() == 0));
+    report.verdict(Verdict.check("R13", "no failed request while the engines' pods are replaced and scaled (discovery)",
+        podStats.errors() + " of " + podStats.completed(), "0", podStats.errors() == 0));
     report.verdict(Verdict.perf("R13", "each new engine serving after its change reached the router (worst)",
         never > 0 ? never + " never served" : worst + " ms", "≤ 1,000 ms", never == 0 && worst <= 1_000));
+  }
+
+  /**
+   * The churn again with a router that discovers its engines: each engine's pod rolled as a StatefulSet rolls it
+   * (terminating while vLLM drains on SIGTERM, deleted, recreated under its name at a new address once its engine is
+   * up), then decode scaled in and out by pods.
+   */
+  private List<Change> throughDiscovery(BenchEnv env, Vertx engines, boolean smoke, int clients, long scaleGapMs, RunStats stats)
+      throws Exception {
+    PodChurn pods = env.own(new PodChurn());
+    Map<String, SimEngine> fleet = new LinkedHashMap<>();
+    List<String> names = smoke ? List.of("prefill-0", "prefill-1", "decode-0", "decode-1")
+        : List.of("prefill-0", "prefill-1", "decode-0", "decode-1", "decode-2", "decode-3", "decode-4", "decode-5");
+    for (String name : names) {
+      SimEngine engine = start(engines, "k-" + name, role(name));
+      fleet.put(name, engine);
+      pods.ready(name, role(name), engine.port());
+    }
+    Path journal = env.tmp().resolve("journal-discovery.jsonl");
+    Files.deleteIfExists(journal);
+    JsonObject file = SimBench.unbalanced(new JsonObject().put("schema", "narwhal.fleet").put("schema_version", 1)
+        .put("model", SimBench.MODEL).put("server", new JsonObject().put("host", "127.0.0.1").put("port", 0))
+        .put("journal", new JsonObject().put("path", journal.toAbsolutePath().toString())).put("discovery", pods.discovery()));
+    RouterProcess router = env.own(RouterProcess.start(env, name() + "-discovery", file, RouterProcess.Options.serving("--preflight=warn")));
+    LoadGenerator load = env.own(new LoadGenerator());
+    HttpWork via = new HttpWork(load.vertx(), load.client(64), "127.0.0.1", router.port());
+    awaitReady(via, names.size(), 60_000);
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicLong sent = new AtomicLong();
+    List<Future<Void>> loops = new ArrayList<>();
+    via.vertxRun(() -> {
+      for (int c = 0; c < clients; c++) loops.add(loop(via, c, sent, stats, stop));
+    });
+    JvmProbe.sleep(smoke ? 1_000 : 5_000);
+
+    List<Change> changes = new ArrayList<>();
+    for (String name : smoke ? List.of("prefill-0", "decode-0") : names) {
+      SimEngine old = fleet.get(name);
+      pods.terminating(name);
+      LoadGenerator.join(old.shutDown(60_000).eventually(old::close), 90);
+      pods.deleted(name);
+      SimEngine fresh = start(engines, "k-" + name + "-g1", role(name));
+      fleet.put(name, fresh);
+      changes.add(measure(via, "discovery: pod rolled", name, "recreated at a new address", fresh,
+          () -> pods.ready(name, role(name), fresh.port())));
+    }
+    List<String> scaledIn = names.stream().filter(n -> n.startsWith("decode")).skip(smoke ? 1 : 2).toList();
+    scaledIn.forEach(pods::terminating);
+    JvmProbe.sleep(scaleGapMs);
+    for (String name : scaledIn) {
+      SimEngine leaving = fleet.remove(name);
+      LoadGenerator.join(leaving.shutDown(60_000).eventually(leaving::close), 90);
+      pods.deleted(name);
+    }
+    for (int n = 0; n < scaledIn.size(); n++) {
+      String name = "decode-" + (names.size() + n);
+      SimEngine added = start(engines, "k-" + name, "decode");
+      fleet.put(name, added);
+      changes.add(measure(via, "discovery: scale out", name, "pod added", added, () -> pods.ready(name, "decode", added.port())));
+      JvmProbe.sleep(scaleGapMs);
+    }
+    JvmProbe.sleep(smoke ? 500 : 2_000);
+    stop.set(true);
+    LoadGenerator.join(Future.all(loops), 60);
+    return changes;
+  }
+
+  private static String role(String podName) {
+    return podName.startsWith("prefill") ? "prefill" : "decode";
+  }
+
+  /** Waits until the router serves {@code engines} engines (all the pods checked), or {@code timeoutMs}. */
+  private static void awaitReady(HttpWork via, int engines, long timeoutMs) {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000;
+    while (System.nanoTime() < deadline) {
+      JsonObject state = via.getBlocking("/narwhal/state", 5_000).body().toJsonObject();
+      long serving = state.getJsonArray("engines").stream().map(JsonObject.class::cast)
+          .filter(e -> "serving".equals(e.getString("state"))).count();
+      if (serving == engines) return;
+      JvmProbe.sleep(50);
+    }
+    throw new IllegalStateException("the router never served the " + engines + " discovered engines");
+  }
+
+  /** Makes a change ({@code act}), then waits for the router to apply it and for the first client leg on {@code engine}. */
+  private static Change measure(HttpWork via, String phase, String iid, String what, SimEngine engine, Runnable act) {
+    double before = applied(via);
+    long made = System.nanoTime();
+    act.run();
+    long appliedAt = -1;
+    long firstLeg = -1;
+    long deadline = made + 20_000_000_000L;
+    while (System.nanoTime() < deadline && (appliedAt < 0 || firstLeg < 0)) {
+      if (appliedAt < 0 && applied(via) > before) appliedAt = System.nanoTime();
+      if (firstLeg < 0 && engine.requests().stream().anyMatch(EngineChurnScenario::clientLeg)) firstLeg = System.nanoTime();
+      JvmProbe.sleep(10);
+    }
+    long appliedMs = appliedAt < 0 ? -1 : (appliedAt - made) / 1_000_000;
+    long legMs = firstLeg < 0 || appliedAt < 0 ? -1 : Math.max(0, (firstLeg - appliedAt) / 1_000_000);
+    return new Change(phase, iid, what, appliedMs, legMs);
   }
 
   private static SimEngine start(Vertx vertx, String name, String role) {
@@ -183,21 +295,14 @@ public final class EngineChurnScenario implements Scenario {
 
   /** Writes the fleet file, then waits for the router to apply it and for the first client leg on {@code engine}. */
   private static Change change(RouterProcess router, HttpWork via, Map<String, SimEngine> fleet, Map<String, String> roles,
-                               Path journal, String phase, String iid, String what, SimEngine engine) throws Exception {
-    double before = applied(via);
-    long written = System.nanoTime();
-    writeFleet(router, fleet, roles, journal);
-    long appliedAt = -1;
-    long firstLeg = -1;
-    long deadline = written + 20_000_000_000L;
-    while (System.nanoTime() < deadline && (appliedAt < 0 || firstLeg < 0)) {
-      if (appliedAt < 0 && applied(via) > before) appliedAt = System.nanoTime();
-      if (firstLeg < 0 && engine.requests().stream().anyMatch(EngineChurnScenario::clientLeg)) firstLeg = System.nanoTime();
-      JvmProbe.sleep(10);
-    }
-    long appliedMs = appliedAt < 0 ? -1 : (appliedAt - written) / 1_000_000;
-    long legMs = firstLeg < 0 || appliedAt < 0 ? -1 : Math.max(0, (firstLeg - appliedAt) / 1_000_000);
-    return new Change(phase, iid, what, appliedMs, legMs);
+                               Path journal, String phase, String iid, String what, SimEngine engine) {
+    return measure(via, phase, iid, what, engine, () -> {
+      try {
+        writeFleet(router, fleet, roles, journal);
+      } catch (Exception e) {
+        throw new IllegalStateException("writing the fleet file: " + e.getMessage(), e);
+      }
+    });
   }
 
   private static boolean clientLeg(JsonObject request) {

@@ -17,6 +17,8 @@ public final class EngineFault extends RuntimeException {
   private final Object code;
   /** A handoff the router refused whose descriptor named KV blocks: the producer holds them until its lease. */
   private final boolean kvHeld;
+  /** The HTTP status the engine answered with, 0 when the fault is not an engine's error answer. */
+  private final int engineStatus;
 
   public EngineFault(FaultKind kind, Phase phase, String detail) {
     this(kind, phase, kind.defaultStatus(), detail, null);
@@ -28,13 +30,14 @@ public final class EngineFault extends RuntimeException {
 
   /** As above, with the {@code param} and {@code code} of the engine's own error object (null: it gave none). */
   public EngineFault(FaultKind kind, Phase phase, int status, String detail, String errorType, String param, Object code) {
-    this(kind, phase, status, detail, errorType, param, code, false);
+    this(kind, phase, status, detail, errorType, param, code, false, 0);
   }
 
   private EngineFault(FaultKind kind, Phase phase, int status, String detail, String errorType, String param, Object code,
-                      boolean kvHeld) {
+                      boolean kvHeld, int engineStatus) {
     super(detail, null, false, false);
     this.kvHeld = kvHeld;
+    this.engineStatus = engineStatus;
     this.kind = kind;
     this.phase = phase;
     this.status = status;
@@ -57,21 +60,23 @@ public final class EngineFault extends RuntimeException {
    */
   public static EngineFault ofStatus(Phase phase, int status, String engineMessage, JsonObject engineError) {
     if (status == 404 && modelMissing(engineMessage)) {
-      return new EngineFault(FaultKind.ENGINE_MODEL_MISSING, phase, MODEL_MISSING_PREFIX + engineMessage);
+      return new EngineFault(FaultKind.ENGINE_MODEL_MISSING, phase, FaultKind.ENGINE_MODEL_MISSING.defaultStatus(),
+          MODEL_MISSING_PREFIX + engineMessage, null, null, null, false, status);
     }
     FaultKind kind = FaultKind.ofEngineStatus(status);
     if (kind == FaultKind.ENGINE_REJECTED && engineError != null && engineError.getValue("type") instanceof String type
         && engineMessage != null && !engineMessage.isBlank()) {
       Object param = engineError.getValue("param");
       return new EngineFault(kind, phase, status, engineMessage, type, param instanceof String p ? p : null,
-          engineError.containsKey("code") ? engineError.getValue("code") : null);
+          engineError.containsKey("code") ? engineError.getValue("code") : null, false, status);
     }
     int clientStatus = kind == FaultKind.ENGINE_REJECTED ? status : kind.defaultStatus();
     boolean silent = engineMessage == null || engineMessage.isBlank();
     String detail = kind == FaultKind.ENGINE_REJECTED && !silent
         ? engineMessage
         : "engine answered HTTP " + status + (silent ? "" : ": " + engineMessage);
-    return new EngineFault(kind, phase, clientStatus, detail, kind == FaultKind.ENGINE_REJECTED ? "invalid_request_error" : null);
+    return new EngineFault(kind, phase, clientStatus, detail, kind == FaultKind.ENGINE_REJECTED ? "invalid_request_error" : null,
+        null, null, false, status);
   }
 
   /**
@@ -108,7 +113,7 @@ public final class EngineFault extends RuntimeException {
 
   /** This fault, for a refused handoff whose descriptor named KV blocks (they stay held on the producer until its lease). */
   public EngineFault leavingKvHeld() {
-    return new EngineFault(kind, phase, status, getMessage(), errorType, param, code, true);
+    return new EngineFault(kind, phase, status, getMessage(), errorType, param, code, true, engineStatus);
   }
 
   /** Whether the producer still holds KV blocks this fault's handoff named (left to its lease). */
@@ -118,6 +123,11 @@ public final class EngineFault extends RuntimeException {
 
   public Phase phase() {
     return phase;
+  }
+
+  /** The HTTP status the engine answered with ({@code 503} from an engine that stops), 0 when it sent no error answer. */
+  public int engineStatus() {
+    return engineStatus;
   }
 
   /** The HTTP status a client sees for this fault. */
