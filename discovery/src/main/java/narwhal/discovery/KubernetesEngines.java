@@ -74,6 +74,7 @@ public final class KubernetesEngines implements DiscoveryStatus {
   private volatile String error;
   private volatile boolean stale = true;
   private boolean settling;
+  private volatile boolean closed;
   private long checker = -1;
 
   private KubernetesEngines(Vertx vertx, DiscoveryConfig.Kubernetes cfg, Consumer<List<EngineConfig>> onEngines) {
@@ -95,13 +96,13 @@ public final class KubernetesEngines implements DiscoveryStatus {
   }
 
   /**
-   * Starts watching and publishes the status; {@code onEngines} gets the discovered engines (on the calling context)
-   * each time the set changes. Never waits for the API: engines arrive as the first lists come back.
+   * Starts watching and publishes the status; {@code onEngines} gets the discovered engines each time the set changes,
+   * on the one context all of this class's state lives on. Never waits for the API: engines arrive as the first lists come back.
    */
   public static KubernetesEngines start(Vertx vertx, DiscoveryConfig.Kubernetes cfg, Consumer<List<EngineConfig>> onEngines) {
     KubernetesEngines discovery = new KubernetesEngines(vertx, cfg, onEngines);
     DiscoveryStatus.publish(vertx, discovery);
-    discovery.run();
+    discovery.context.runOnContext(v -> discovery.run());
     return discovery;
   }
 
@@ -110,8 +111,9 @@ public final class KubernetesEngines implements DiscoveryStatus {
     checker = vertx.setPeriodic(CHECK_MS, t -> checkStale());
   }
 
-  /** Lists and watches {@code role}'s pods with a new informer, replacing the one it had. */
+  /** Lists and watches {@code role}'s pods with a new informer, replacing the one it had; on {@link #context}. */
   private void inform(Role role) {
+    if (closed) return;
     String selector = cfg.selectors().get(role);
     SharedIndexInformer<Pod> informer = client.pods().inNamespace(namespace).withLabelSelector(selector).runnableInformer(0);
     informer.addEventHandler(handler);
@@ -143,6 +145,7 @@ public final class KubernetesEngines implements DiscoveryStatus {
   }
 
   public void close() {
+    closed = true;
     if (checker >= 0) vertx.cancelTimer(checker);
     informers.values().forEach(SharedIndexInformer::stop);
     client.close();

@@ -59,6 +59,7 @@ class KubernetesDiscoveryTest {
   private KubernetesClient kube;
   private ApiProxy proxy;
   private NarwhalNode node;
+  private Path fleetFile;
 
   @AfterEach
   void close() {
@@ -154,6 +155,45 @@ class KubernetesDiscoveryTest {
     assertEquals(1.0, staleGauge());
   }
 
+  @Test
+  void aFileReloadKeepsTheDiscoveredEnginesAndAFlappingPodEndsWhereItStands() throws Exception {
+    startApi();
+    startRouter("http://127.0.0.1:" + proxy.port());
+    create(pod("vllm-prefill-0", "prefill", sim("P0", "prefill").port()));
+    create(pod("vllm-decode-0", "decode", sim("D0", "decode").port()));
+    SimEngine flapping = sim("D1", "decode");
+    create(pod("vllm-decode-1", "decode", flapping.port()));
+    await(() -> serving().size() == 3, "the three pods serve");
+
+    // the fleet file changes (a serving key): the engines from discovery stay
+    JsonObject file = new JsonObject(Files.readString(fleetFile));
+    file.put("serving", new JsonObject().put("max_attempts", 2));
+    Files.writeString(fleetFile, file.encodePrettily());
+    ClusterHarness.await(node.reloadNow());
+    assertEquals(Set.of("vllm-prefill-0", "vllm-decode-0", "vllm-decode-1"), serving(), "a file reload keeps discovered engines");
+
+    AtomicBoolean stop = new AtomicBoolean();
+    Future<Void> running = load(stop);
+    Pod ready = pod("vllm-decode-1", "decode", flapping.port());
+    Pod unready = new PodBuilder(ready).editStatus().editFirstCondition().withStatus("False").endCondition().endStatus().build();
+    for (int i = 0; i < 20; i++) {
+      kube.pods().inNamespace(NAMESPACE).resource(i % 2 == 0 ? unready : ready).update();
+      long pause = 50 + 37 * (i % 5);
+      ClusterHarness.await(Future.<Void>future(p -> client.setTimer(pause, t -> p.complete())));
+    }
+    kube.pods().inNamespace(NAMESPACE).resource(unready).update();
+    await(() -> !serving().contains("vllm-decode-1"), "the pod, not ready at last, is no engine");
+    long flappingLegs = clientDecodes(flapping);
+    awaitMoreRequests(20, "requests after the flapping");
+    assertTrue(clientDecodes(flapping) <= flappingLegs + CLIENTS, "no new leg on the pod that is not ready");
+    kube.pods().inNamespace(NAMESPACE).resource(ready).update();
+    await(() -> serving().contains("vllm-decode-1"), "ready again, it serves");
+    stop.set(true);
+    ClusterHarness.await(running);
+    assertEquals(List.of(), statuses.stream().filter(s -> s != 200).toList(), "no request failed: " + statuses.size() + " sent");
+    assertEquals(3, state().getJsonObject("discovery").getInteger("engines"));
+  }
+
   private void startApi() {
     api = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), new KubernetesCrudDispatcher(), false);
     api.init(InetAddress.getLoopbackAddress(), 0);
@@ -162,7 +202,7 @@ class KubernetesDiscoveryTest {
   }
 
   private void startRouter(String apiUrl) throws Exception {
-    Path fleetFile = Files.createTempDirectory("narwhal-discovery").resolve("fleet.json");
+    fleetFile = Files.createTempDirectory("narwhal-discovery").resolve("fleet.json");
     JsonObject fleet = new JsonObject().put("model", ClusterHarness.MODEL)
         .put("server", new JsonObject().put("host", "127.0.0.1").put("port", 0))
         .put("recovery", new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 2).put("liveness_every", 100_000))

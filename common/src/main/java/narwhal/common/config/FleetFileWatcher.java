@@ -113,11 +113,13 @@ public final class FleetFileWatcher {
 
   /**
    * Applies the file's last good configuration again, combined afresh ({@link #combining}: discovery's engines
-   * changed), through the same staging and announcement as a changed file; call on the watcher's context.
+   * changed), through the same staging and announcement as a changed file; from any thread.
    */
   public Future<Boolean> recombine() {
-    if (fileConfig == null) return Future.succeededFuture(false);
-    apply(lastText, fileConfig, false);
+    synchronized (current) {
+      if (fileConfig == null) return Future.succeededFuture(false);
+      apply(lastText, fileConfig, false);
+    }
     return Future.succeededFuture(true);
   }
 
@@ -188,14 +190,14 @@ public final class FleetFileWatcher {
   }
 
   private void apply(String text, NarwhalConfig parsed, boolean fromFile) {
-    lastText = text;
-    fileConfig = parsed;
-    NarwhalConfig combined = combining.apply(parsed);
     NarwhalConfig previous;
     NarwhalConfig next;
+    // one lock for the file's configuration and the combined one: a recombination never applies a file superseded meanwhile
     synchronized (current) {
+      lastText = text;
+      fileConfig = parsed;
       previous = current.get();
-      next = staging.apply(previous, combined);
+      next = staging.apply(previous, combining.apply(parsed));
       current.set(next);
     }
     if (fromFile) LOG.info(() -> "fleet file " + path + " applied");
