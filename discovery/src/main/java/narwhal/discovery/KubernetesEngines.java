@@ -41,6 +41,8 @@ public final class KubernetesEngines implements DiscoveryStatus {
   static final long SETTLE_MS = 200;
   /** How often staleness is looked at (an informer's watch dropping says nothing by itself). */
   static final long CHECK_MS = 1_000;
+  /** Engines discovery adds at most: pods beyond it (by name) are left out and said once. */
+  static final int MAX_ENGINES = 4_096;
 
   private final Vertx vertx;
   private final Context context;
@@ -176,10 +178,17 @@ public final class KubernetesEngines implements DiscoveryStatus {
       }
     }));
     List<EngineConfig> next = List.copyOf(found.values());
-    if (next.equals(engines)) return;
-    engines = next;
-    LOG.info(() -> "discovery: " + next.size() + " engine(s) from Kubernetes in namespace " + namespace);
-    onEngines.accept(next);
+    if (next.size() > MAX_ENGINES) {
+      if (whyNotSaid.add("over " + MAX_ENGINES)) {
+        LOG.warning(() -> "discovery: " + found.size() + " pods are engines; only the first " + MAX_ENGINES + " by role and name are used");
+      }
+      next = next.subList(0, MAX_ENGINES);
+    }
+    List<EngineConfig> applied = next;
+    if (applied.equals(engines)) return;
+    engines = applied;
+    LOG.info(() -> "discovery: " + applied.size() + " engine(s) from Kubernetes in namespace " + namespace);
+    onEngines.accept(applied);
   }
 
   private List<EngineConfig> enginesOf(Role role, SharedIndexInformer<Pod> informer) {

@@ -18,6 +18,10 @@ import java.util.Optional;
  * leaves the set, so it gets no new legs and finishes those it has.
  */
 final class PodEngine {
+  private static final String IPV4 = "(\\d{1,3}\\.){3}\\d{1,3}";
+  private static final String IPV6 = "[0-9A-Fa-f:.]{2,45}";
+  /** Longer than any served model name; what a pod's annotation may say is bounded, as all a peer sends. */
+  static final int MAX_MODEL_CHARS = 256;
 
   private PodEngine() {
   }
@@ -32,22 +36,32 @@ final class PodEngine {
     if (pod.getStatus() == null || !"Running".equals(pod.getStatus().getPhase())) return none("not running");
     String ip = pod.getStatus().getPodIP();
     if (ip == null || ip.isEmpty()) return none("no pod IP yet");
+    if (!ip.matches(IPV4) && !ip.matches(IPV6)) return none("pod IP \"" + clip(ip) + "\" is not an IP address");
     if (!ready(pod)) return none("not ready");
-    Optional<Integer> port = port(pod, cfg.port());
+    Optional<Integer> port = port(pod, cfg.port()).filter(PodEngine::validPort);
     if (port.isEmpty()) {
-      return none("no container port named \"" + cfg.port() + "\" (discovery.kubernetes.port)");
+      return none("no container port \"" + cfg.port() + "\" (discovery.kubernetes.port) from 1 to 65535");
     }
     String host = ip.contains(":") ? "[" + ip + "]" : ip;
     String sideChannel = "";
     if (!cfg.kvSideChannelPort().isEmpty()) {
-      Optional<Integer> side = port(pod, cfg.kvSideChannelPort());
+      Optional<Integer> side = port(pod, cfg.kvSideChannelPort()).filter(PodEngine::validPort);
       if (side.isEmpty()) {
         return none("no container port named \"" + cfg.kvSideChannelPort() + "\" (discovery.kubernetes.kv_side_channel_port)");
       }
       sideChannel = host + ":" + side.get();
     }
-    return new Outcome(new EngineConfig(name, "http://" + host + ":" + port.get(), role, "", sideChannel,
-        model(pod, cfg.modelLabel())), null);
+    String model = model(pod, cfg.modelLabel());
+    if (model.length() > MAX_MODEL_CHARS) return none("its model annotation is longer than " + MAX_MODEL_CHARS + " characters");
+    return new Outcome(new EngineConfig(name, "http://" + host + ":" + port.get(), role, "", sideChannel, model.strip()), null);
+  }
+
+  private static boolean validPort(int port) {
+    return port >= 1 && port <= 65535;
+  }
+
+  private static String clip(String s) {
+    return s.length() <= 64 ? s : s.substring(0, 64) + "…";
   }
 
   private static Outcome none(String why) {
