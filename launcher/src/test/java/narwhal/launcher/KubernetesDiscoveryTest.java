@@ -194,6 +194,45 @@ class KubernetesDiscoveryTest {
     assertEquals(3, state().getJsonObject("discovery").getInteger("engines"));
   }
 
+  /** Two clustered replicas watching the same pods converge on one engine set: no lasting config drift, before or after a move. */
+  @Test
+  void twoReplicasConvergeOnTheSameEnginesWithoutDrift() throws Exception {
+    startApi();
+    int base = 21_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(900) * 10;
+    JsonObject cluster = new JsonObject().put("enabled", true).put("name", "narwhal-discovery-" + java.util.UUID.randomUUID())
+        .put("members", new io.vertx.core.json.JsonArray().add("127.0.0.1")).put("port", base).put("host", "127.0.0.1");
+    create(pod("vllm-prefill-0", "prefill", sim("P0", "prefill").port()));
+    create(pod("vllm-decode-0", "decode", sim("D0", "decode").port()));
+    create(pod("vllm-decode-1", "decode", sim("D1", "decode").port()));
+    NarwhalNode second = null;
+    try {
+      startRouter("http://127.0.0.1:" + proxy.port(), cluster);
+      NarwhalNode first = node;
+      Path firstFile = fleetFile;
+      startRouter("http://127.0.0.1:" + proxy.port(), cluster);
+      second = node;
+      for (NarwhalNode replica : List.of(first, second)) {
+        node = replica;
+        await(() -> serving().size() == 3 && !state().getJsonObject("config_drift").getBoolean("drifted"),
+            "each replica serves the three pods and sees no drift");
+      }
+      SimEngine moved = sim("D1-moved", "decode");
+      kube.pods().inNamespace(NAMESPACE).withName("vllm-decode-1").delete();
+      create(pod("vllm-decode-1", "decode", moved.port()));
+      for (NarwhalNode replica : List.of(first, second)) {
+        node = replica;
+        await(() -> serving().size() == 3 && !state().getJsonObject("config_drift").getBoolean("drifted"),
+            "both replicas follow the move and agree again");
+        for (int i = 0; i < 6; i++) assertEquals(200, ClusterHarness.await(completion(i % 2 == 0)));
+      }
+      assertTrue(clientDecodes(moved) > 0, "the moved pod serves");
+      node = first;
+      fleetFile = firstFile;
+    } finally {
+      if (second != null) ClusterHarness.await(second.close());
+    }
+  }
+
   private void startApi() {
     api = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), new KubernetesCrudDispatcher(), false);
     api.init(InetAddress.getLoopbackAddress(), 0);
@@ -202,6 +241,10 @@ class KubernetesDiscoveryTest {
   }
 
   private void startRouter(String apiUrl) throws Exception {
+    startRouter(apiUrl, null);
+  }
+
+  private void startRouter(String apiUrl, JsonObject cluster) throws Exception {
     fleetFile = Files.createTempDirectory("narwhal-discovery").resolve("fleet.json");
     JsonObject fleet = new JsonObject().put("model", ClusterHarness.MODEL)
         .put("server", new JsonObject().put("host", "127.0.0.1").put("port", 0))
@@ -210,6 +253,7 @@ class KubernetesDiscoveryTest {
         .put("discovery", new JsonObject().put("kubernetes", new JsonObject().put("enabled", true).put("api_url", apiUrl)
             .put("namespace", NAMESPACE).put("prefill_selector", "app=vllm,narwhal/role=prefill")
             .put("decode_selector", "app=vllm,narwhal/role=decode").put("port", "http")));
+    if (cluster != null) fleet.put("cluster", cluster);
     Files.writeString(fleetFile, fleet.encodePrettily());
     node = ClusterHarness.await(NarwhalNode.start(NarwhalConfig.parse(Files.readString(fleetFile)),
         NarwhalNode.PreflightMode.STRICT, line -> { }, ClusterHarness.ENV));
