@@ -54,7 +54,8 @@ class KubernetesDiscoveryTest {
   private final Vertx client = Vertx.vertx();
   private final HttpClientAgent http = client.createHttpClient();
   private final Map<String, SimEngine> sims = new HashMap<>();
-  private final List<Integer> statuses = new CopyOnWriteArrayList<>();
+  private final CompletionClients clients = new CompletionClients(client, () -> this.node.port());
+  private final List<Integer> statuses = clients.statuses;
   private KubernetesMockServer api;
   private KubernetesClient kube;
   private ApiProxy proxy;
@@ -183,6 +184,10 @@ class KubernetesDiscoveryTest {
     }
     kube.pods().inNamespace(NAMESPACE).resource(unready).update();
     await(() -> !serving().contains("vllm-decode-1"), "the pod, not ready at last, is no engine");
+    // a recombination of an earlier flip may still land: the last one applied is the pod's last state
+    awaitMoreRequests(10, "requests while the last flips settle");
+    await(() -> !serving().contains("vllm-decode-1") && state().getJsonObject("discovery").getInteger("engines") == 2,
+        "the pod, not ready at last, is no engine");
     long flappingLegs = clientDecodes(flapping);
     awaitMoreRequests(20, "requests after the flapping");
     assertTrue(clientDecodes(flapping) <= flappingLegs + CLIENTS, "no new leg on the pod that is not ready");
@@ -223,9 +228,20 @@ class KubernetesDiscoveryTest {
         node = replica;
         await(() -> serving().size() == 3 && !state().getJsonObject("config_drift").getBoolean("drifted"),
             "both replicas follow the move and agree again");
+      }
+      // the other decode pod stops being ready: every decode now goes to the moved one, on both replicas
+      kube.pods().inNamespace(NAMESPACE).resource(new PodBuilder(pod("vllm-decode-0", "decode", sims.get("D0").port()))
+          .editStatus().editFirstCondition().withStatus("False").endCondition().endStatus().build()).update();
+      long d0Before = clientDecodes(sims.get("D0"));
+      long movedBefore = clientDecodes(moved);
+      for (NarwhalNode replica : List.of(first, second)) {
+        node = replica;
+        await(() -> Set.of("vllm-prefill-0", "vllm-decode-1").equals(serving())
+            && !state().getJsonObject("config_drift").getBoolean("drifted"), "both replicas drop the unready pod and agree");
         for (int i = 0; i < 6; i++) assertEquals(200, ClusterHarness.await(completion(i % 2 == 0)));
       }
-      assertTrue(clientDecodes(moved) > 0, "the moved pod serves");
+      assertEquals(12, clientDecodes(moved) - movedBefore, "the moved pod, at its new address, serves every decode of both "
+          + "replicas; D0 got " + (clientDecodes(sims.get("D0")) - d0Before));
       node = first;
       fleetFile = firstFile;
     } finally {
@@ -295,30 +311,6 @@ class KubernetesDiscoveryTest {
     return node.registry().get("narwhal.discovery.stale").gauge().value();
   }
 
-  private Future<Integer> completion(boolean stream) {
-    JsonObject body = new JsonObject().put("model", ClusterHarness.MODEL).put("prompt", "The narwhal moves").put("max_tokens", 6)
-        .put("ignore_eos", true).put("stream", stream);
-    RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setHost("127.0.0.1").setPort(node.port())
-        .setURI("/v1/completions").putHeader("content-type", "application/json");
-    return Future.<Integer>future(p -> client.runOnContext(v -> http.request(options).compose(req -> req.send(body.toBuffer()))
-        .compose(resp -> resp.body().map(b -> resp.statusCode() != 200 ? resp.statusCode()
-            : stream && (!b.toString().contains("[DONE]") || b.toString().contains("\"error\"")) ? 599 : 200))
-        .otherwise(599).onComplete(p)));
-  }
-
-  private Future<Void> loop(AtomicBoolean stop, int n) {
-    if (stop.get()) return Future.succeededFuture();
-    return completion(n % 2 == 0).compose(status -> {
-      statuses.add(status);
-      return loop(stop, n + 1);
-    });
-  }
-
-  private Future<Void> load(AtomicBoolean stop) {
-    return Future.<Void>future(done -> client.getOrCreateContext().runOnContext(v ->
-        Future.all(IntStream.range(0, CLIENTS).mapToObj(i -> loop(stop, i)).toList()).<Void>mapEmpty().onComplete(done)));
-  }
-
   private void awaitMoreRequests(int n, String what) {
     int now = statuses.size();
     await(() -> statuses.size() >= now + n, what);
@@ -385,5 +377,13 @@ class KubernetesDiscoveryTest {
         in.resume();
       });
     }
+  }
+
+  private Future<Integer> completion(boolean stream) {
+    return clients.completion(stream, 6);
+  }
+
+  private Future<Void> load(AtomicBoolean stop) {
+    return clients.load(stop, CLIENTS);
   }
 }

@@ -40,7 +40,8 @@ class MakeBeforeBreakTest {
   private final Vertx client = Vertx.vertx();
   private final HttpClientAgent http = client.createHttpClient();
   private final Map<String, SimEngine> sims = new LinkedHashMap<>();
-  private final List<Integer> statuses = new CopyOnWriteArrayList<>();
+  private final CompletionClients clients = new CompletionClients(client, () -> this.node.port());
+  private final List<Integer> statuses = clients.statuses;
   private NarwhalNode node;
   private Path fleetFile;
 
@@ -74,36 +75,6 @@ class MakeBeforeBreakTest {
     node = ClusterHarness.await(NarwhalNode.start(NarwhalConfig.parse(Files.readString(fleetFile)),
         NarwhalNode.PreflightMode.STRICT, line -> { }, ClusterHarness.ENV));
     ClusterHarness.await(node.watch(fleetFile));
-  }
-
-  private Future<Integer> completion(boolean stream) {
-    return completion(stream, 6);
-  }
-
-  private Future<Integer> completion(boolean stream, int maxTokens) {
-    JsonObject body = new JsonObject().put("model", ClusterHarness.MODEL).put("prompt", "The narwhal moves").put("max_tokens", maxTokens)
-        .put("ignore_eos", true)
-        .put("stream", stream);
-    RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setHost("127.0.0.1").setPort(node.port())
-        .setURI("/v1/completions").putHeader("content-type", "application/json");
-    return http.request(options).compose(req -> req.send(body.toBuffer()))
-        .compose(resp -> resp.body().map(b -> resp.statusCode() != 200 ? resp.statusCode()
-            : stream && (!b.toString().contains("[DONE]") || b.toString().contains("\"error\"")) ? 599 : 200))
-        .otherwise(599);
-  }
-
-  /** One client sending requests one after the other until {@code stop}; every status recorded. */
-  private Future<Void> loop(AtomicBoolean stop, int n) {
-    if (stop.get()) return Future.succeededFuture();
-    return completion(n % 2 == 0).compose(status -> {
-      statuses.add(status);
-      return loop(stop, n + 1);
-    });
-  }
-
-  private Future<Void> load(AtomicBoolean stop) {
-    return Future.<Void>future(done -> client.getOrCreateContext().runOnContext(v ->
-        Future.all(IntStream.range(0, CLIENTS).mapToObj(i -> loop(stop, i)).toList()).<Void>mapEmpty().onComplete(done)));
   }
 
   private void await(BooleanSupplier condition, String what) {
@@ -276,5 +247,17 @@ class MakeBeforeBreakTest {
         .map(b -> b.toJsonObject()).onComplete(p))));
     return state.getJsonArray("engines").stream().map(JsonObject.class::cast).filter(e -> iid.equals(e.getString("iid")))
         .map(e -> e.getString("state")).findFirst().orElse("absent");
+  }
+
+  private Future<Integer> completion(boolean stream) {
+    return clients.completion(stream, 6);
+  }
+
+  private Future<Integer> completion(boolean stream, int maxTokens) {
+    return clients.completion(stream, maxTokens);
+  }
+
+  private Future<Void> load(AtomicBoolean stop) {
+    return clients.load(stop, CLIENTS);
   }
 }

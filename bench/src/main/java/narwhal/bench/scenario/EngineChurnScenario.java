@@ -93,11 +93,7 @@ public final class EngineChurnScenario implements Scenario {
 
     RunStats stats = new RunStats("churn").window(System.nanoTime(), Long.MAX_VALUE);
     AtomicBoolean stop = new AtomicBoolean();
-    AtomicLong sent = new AtomicLong();
-    List<Future<Void>> loops = new ArrayList<>();
-    via.vertxRun(() -> {
-      for (int c = 0; c < clients; c++) loops.add(loop(via, c, sent, stats, stop));
-    });
+    List<Future<Void>> loops = clients(via, clients, stats, stop);
     JvmProbe.sleep(smoke ? 1_000 : 5_000);
 
     List<Change> changes = new ArrayList<>();
@@ -204,11 +200,7 @@ public final class EngineChurnScenario implements Scenario {
     HttpWork via = new HttpWork(load.vertx(), load.client(64), "127.0.0.1", router.port());
     awaitReady(via, names.size(), 60_000);
     AtomicBoolean stop = new AtomicBoolean();
-    AtomicLong sent = new AtomicLong();
-    List<Future<Void>> loops = new ArrayList<>();
-    via.vertxRun(() -> {
-      for (int c = 0; c < clients; c++) loops.add(loop(via, c, sent, stats, stop));
-    });
+    List<Future<Void>> loops = clients(via, clients, stats, stop);
     JvmProbe.sleep(smoke ? 1_000 : 5_000);
 
     List<Change> changes = new ArrayList<>();
@@ -276,6 +268,16 @@ public final class EngineChurnScenario implements Scenario {
     long appliedMs = appliedAt < 0 ? -1 : (appliedAt - made) / 1_000_000;
     long legMs = firstLeg < 0 || appliedAt < 0 ? -1 : Math.max(0, (firstLeg - appliedAt) / 1_000_000);
     return new Change(phase, iid, what, appliedMs, legMs);
+  }
+
+  /** {@code clients} streaming clients, each sending one request after the other until {@code stop}. */
+  private static List<Future<Void>> clients(HttpWork via, int clients, RunStats stats, AtomicBoolean stop) {
+    AtomicLong sent = new AtomicLong();
+    List<Future<Void>> loops = new ArrayList<>();
+    via.vertxRun(() -> {
+      for (int c = 0; c < clients; c++) loops.add(loop(via, c, sent, stats, stop));
+    });
+    return loops;
   }
 
   private static SimEngine start(Vertx vertx, String name, String role) {
