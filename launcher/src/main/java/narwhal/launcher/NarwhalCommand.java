@@ -24,7 +24,13 @@ public final class NarwhalCommand implements Runnable {
   }
 
   public static void main(String[] args) {
+    AsyncPool.atLeastTwoThreads();
     System.exit(commandLine(new NarwhalCommand()).execute(args));
+  }
+
+  /** What every entry point that may start a replica runs first ({@link AsyncPool}). */
+  public static void prepareJvm() {
+    AsyncPool.atLeastTwoThreads();
   }
 
   /** The command line of {@code command}: a {@link CommandFailure} prints "narwhal: message" and exits 2. */

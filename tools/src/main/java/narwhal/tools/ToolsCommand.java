@@ -26,6 +26,7 @@ public final class ToolsCommand implements Runnable {
   }
 
   public static void main(String[] args) {
+    NarwhalCommand.prepareJvm();
     System.exit(commandLine().execute(args));
   }
 
