@@ -232,12 +232,19 @@ class KubernetesDiscoveryTest {
       // the other decode pod stops being ready: every decode now goes to the moved one, on both replicas
       kube.pods().inNamespace(NAMESPACE).resource(new PodBuilder(pod("vllm-decode-0", "decode", sims.get("D0").port()))
           .editStatus().editFirstCondition().withStatus("False").endCondition().endStatus().build()).update();
-      long d0Before = clientDecodes(sims.get("D0"));
-      long movedBefore = clientDecodes(moved);
       for (NarwhalNode replica : List.of(first, second)) {
         node = replica;
         await(() -> Set.of("vllm-prefill-0", "vllm-decode-1").equals(serving())
             && !state().getJsonObject("config_drift").getBoolean("drifted"), "both replicas drop the unready pod and agree");
+        // make before break: the old address (its engine still answers here) serves until the new one passed its checks
+        long reached = clientDecodes(moved);
+        await(() -> ClusterHarness.await(completion(false)) == 200 && clientDecodes(moved) > reached,
+            "this replica's legs reach the moved pod's new address");
+      }
+      long d0Before = clientDecodes(sims.get("D0"));
+      long movedBefore = clientDecodes(moved);
+      for (NarwhalNode replica : List.of(first, second)) {
+        node = replica;
         for (int i = 0; i < 6; i++) assertEquals(200, ClusterHarness.await(completion(i % 2 == 0)));
       }
       assertEquals(12, clientDecodes(moved) - movedBefore, "the moved pod, at its new address, serves every decode of both "
