@@ -24,7 +24,7 @@ public final class NarwhalCommand implements Runnable {
   }
 
   public static void main(String[] args) {
-    AsyncPool.atLeastTwoThreads();
+    prepareJvm();
     System.exit(commandLine(new NarwhalCommand()).execute(args));
   }
 

@@ -40,7 +40,7 @@ public final class FleetFileWatcher {
   private java.util.function.BinaryOperator<NarwhalConfig> staging = (previous, next) -> next;
   private java.util.function.Function<NarwhalConfig, Future<Void>> verifying = next -> Future.succeededFuture();
   private java.util.function.UnaryOperator<NarwhalConfig> combining = java.util.function.UnaryOperator.identity();
-  /** The configuration the file itself holds (before {@link #combining}), or null before {@link #start}. */
+  /** The configuration the file itself holds (before {@link #combining}): the one started with, then each applied. */
   private NarwhalConfig fileConfig;
   private long timer = -1;
   private boolean reading;
@@ -115,12 +115,10 @@ public final class FleetFileWatcher {
    * Applies the file's last good configuration again, combined afresh ({@link #combining}: discovery's engines
    * changed), through the same staging and announcement as a changed file; from any thread.
    */
-  public Future<Boolean> recombine() {
+  public void recombine() {
     synchronized (current) {
-      if (fileConfig == null) return Future.succeededFuture(false);
       apply(lastText, fileConfig, false);
     }
-    return Future.succeededFuture(true);
   }
 
   public void stop() {
