@@ -257,7 +257,8 @@ final class AdminHandler {
 
   /** Replies with this replica's state and every replica's view (this one's alone if gathering fails), and the effect if any. */
   private void reply(Message<JsonObject> msg, String nonce, JsonObject effect) {
-    JsonObject own = state.get();
+    JsonObject flow = narwhal.common.bus.FlowStatus.of(vertx);
+    JsonObject own = flow == null ? state.get() : state.get().copy().put("flow", flow);
     peers.gathered(own).onComplete(ar -> {
       JsonObject reply = ar.succeeded() ? ar.result() : own;
       respond(msg, nonce, effect == null ? reply : reply.copy().put("effect", effect));

@@ -477,6 +477,7 @@ final class AdminCli implements Callable<Integer> {
           streaks.isEmpty() ? "-" : String.join(",", streaks), dash(e.getString("last_probe"))));
     }
     s.append(differ);
+    s.append(flow(reply.getJsonObject("flow")));
     JsonObject drift = reply.getJsonObject("config_drift");
     if (drift != null && drift.getBoolean("drifted", false)) {
       for (Object o : drift.getJsonArray("replicas", new JsonArray())) {
@@ -485,6 +486,28 @@ final class AdminCli implements Callable<Integer> {
             .append(drift.getString("reference")).append(" on ")
             .append(String.join(", ", d.getJsonArray("keys", new JsonArray()).stream().map(String::valueOf).toList())).append('\n');
       }
+    }
+    return s.toString();
+  }
+
+  /** The answering replica's queue and each tenant's use of its quotas, cluster-wide; "" when the reply has none. */
+  static String flow(JsonObject flow) {
+    if (flow == null) return "";
+    StringBuilder s = new StringBuilder();
+    s.append("queue: ").append(flow.getInteger("running", 0)).append(" attempts running, ")
+        .append(flow.getInteger("waiting", 0)).append(" waiting ").append(flow.getJsonObject("waiting_by_class", new JsonObject()).encode())
+        .append('\n');
+    JsonObject tenants = flow.getJsonObject("tenants", new JsonObject());
+    JsonObject waiting = flow.getJsonObject("waiting_by_tenant", new JsonObject());
+    if (tenants.isEmpty() && waiting.isEmpty()) return s.toString();
+    String format = "%-20s %-16s %-18s %-16s %s%n";
+    s.append(String.format(format, "TENANT", "REQUESTS/MIN", "TOKENS/MIN", "RUNNING HERE", "WAITING HERE"));
+    java.util.TreeSet<String> names = new java.util.TreeSet<>(tenants.fieldNames());
+    names.addAll(waiting.fieldNames());
+    for (String name : names) {
+      JsonObject t = tenants.getJsonObject(name, new JsonObject());
+      s.append(String.format(format, name, t.getValue("requests_last_minute", "-"), t.getValue("tokens_last_minute", "-"),
+          t.getValue("concurrent_here", "-"), waiting.getValue(name, 0)));
     }
     return s.toString();
   }

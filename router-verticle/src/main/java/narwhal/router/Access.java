@@ -9,11 +9,12 @@ import java.util.function.UnaryOperator;
 
 /**
  * Who may call the router (docs/configuration.md {@code server.api_key_env}/{@code _file}, {@code server.ops_token_env}/
- * {@code _file}): the client keys that {@code /v1/*} then needs and the token that {@code /metrics} and
+ * {@code _file}): the client keys that {@code /v1/*} then needs (the server's and the tenants', {@link Tenants}) and the
+ * token that {@code /metrics} and
  * {@code /narwhal/state} then need, read from the files or environment variables the fleet file names. {@code /health} and {@code /ready} are always open. The engines'
  * key ({@code engine.engine_api_key_env}) is refused as a client key or ops token.
  */
-public record Access(BearerKeys clients, BearerKeys ops) {
+public record Access(BearerKeys clients, BearerKeys ops, Tenants tenants) {
 
   /**
    * Reads the keys for {@code cfg} through {@code env} (a {@link narwhal.common.auth.SecretFiles} or an environment);
@@ -27,7 +28,7 @@ public record Access(BearerKeys clients, BearerKeys ops) {
       if (clients.matches(engineKey)) throw engineKeyReused(cfg.server().apiKey(), cfg);
       if (ops.matches(engineKey)) throw engineKeyReused(cfg.server().opsToken(), cfg);
     }
-    return new Access(clients, ops);
+    return new Access(clients, ops, Tenants.resolve(cfg, env, engineKey));
   }
 
   private static ConfigException engineKeyReused(SecretRef source, NarwhalConfig cfg) {

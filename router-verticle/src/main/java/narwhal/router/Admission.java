@@ -4,7 +4,6 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -40,10 +39,31 @@ final class Admission {
     void cut();
   }
 
-  private final ArrayDeque<LegTurn> legQueue = new ArrayDeque<>();
+  private final FairQueue<LegTurn> legQueue = new FairQueue<>(narwhal.common.config.TenantConfig.CLASSES.size());
   /** Guarded by {@link #legQueue}. */
   private int legsRunning;
-  private int legsWaiting;
+  /** Told how long each granted turn waited, by its lane ({@code narwhal_flow_wait_seconds}). */
+  private volatile java.util.function.BiConsumer<Lane, Long> waits = (lane, nanos) -> { };
+  private final TenantQuotas quotas;
+
+  Admission() {
+    this(System::currentTimeMillis);
+  }
+
+  /** {@code clockMs}: the quotas' clock. */
+  Admission(java.util.function.LongSupplier clockMs) {
+    this.quotas = new TenantQuotas(clockMs);
+  }
+
+  /** Each tenant's quotas, counted across the cluster. */
+  TenantQuotas quotas() {
+    return quotas;
+  }
+
+  /** Where each granted turn's wait goes (the replica's metrics). */
+  void onWait(java.util.function.BiConsumer<Lane, Long> waits) {
+    this.waits = waits;
+  }
 
   /** Counts the request in when the replica is open and under {@code limit}. */
   Verdict admit(int limit) {
@@ -52,7 +72,13 @@ final class Admission {
     return before >= limit ? Verdict.OVERLOADED : Verdict.ADMITTED;
   }
 
-  /** An admitted request has reached its terminal outcome. */
+  /** An admitted request of {@code lane}'s tenant has reached its terminal outcome. */
+  void finished(Lane lane) {
+    quotas.ended(lane.tenant());
+    finished();
+  }
+
+  /** An admitted request has reached its terminal outcome (or was refused by its quotas right after admission). */
   void finished() {
     if (state.decrementAndGet() == CLOSED) idle.tryComplete();
   }
@@ -108,6 +134,36 @@ final class Admission {
   }
 
   /**
+   * Why an attempt got no turn: it waited {@code flow.queue_timeout_s} ({@code timedOut}), or the queue was full and it
+   * was the one shed ({@link FairQueue#shedFor}). The request ends with 429 ({@link EdgeError#queueRefused}).
+   */
+  static final class QueueRefused extends RuntimeException {
+    final boolean timedOut;
+
+    QueueRefused(boolean timedOut) {
+      super(timedOut ? "waited flow.queue_timeout_s for a turn" : "flow.max_queued attempts were waiting", null, false, false);
+      this.timedOut = timedOut;
+    }
+  }
+
+  /**
+   * Who a request's attempts wait as: its tenant (class, weight, quotas) and what one of its prompts costs, estimated
+   * before any engine counted it: a quarter of its body's bytes (about its prompt's tokens) plus the tokens it asks for
+   * ({@code max_tokens}, {@code max_completion_tokens}, {@code max_output_tokens}; 16 when it names none).
+   */
+  record Lane(narwhal.common.config.TenantConfig tenant, double cost) {
+    static final Lane DEFAULT = new Lane(narwhal.common.config.TenantConfig.fallback(narwhal.common.config.TenantsConfig.FALLBACK), 1);
+
+    static Lane of(narwhal.common.config.TenantConfig tenant, long bodyBytes, int prompts, io.vertx.core.json.JsonObject body) {
+      long asked = 16;
+      for (String field : List.of("max_tokens", "max_completion_tokens", "max_output_tokens")) {
+        if (body.getValue(field) instanceof Number n && n.longValue() > 0) asked = Math.min(n.longValue(), 10_000_000L);
+      }
+      return new Lane(tenant, 1 + bodyBytes / 4.0 / Math.max(1, prompts) + asked);
+    }
+  }
+
+  /**
    * One attempt's turn to run legs, waiting from {@link #legTurn} until {@link #granted}, held until {@link #release}.
    * Its states change under the admission's lock; its grant completes on the context that asked for it.
    */
@@ -117,10 +173,17 @@ final class Admission {
     private static final int DONE = 2;
     private final Context context;
     private final Promise<Void> granted = Promise.promise();
+    private final long queuedNanos = System.nanoTime();
+    private final Lane lane;
+    private FairQueue.Entry<LegTurn> entry;
     private int state = WAITING;
+    private long timer = -1;
+    /** Granted as it asked (nothing was waiting and a leg was free): its wait is not recorded. */
+    private boolean immediate;
 
-    private LegTurn(Context context) {
+    private LegTurn(Context context, Lane lane) {
       this.context = context;
+      this.lane = lane;
     }
 
     /** Completes when this attempt may send its legs; fails when it was released before its turn came. */
@@ -133,50 +196,97 @@ final class Admission {
      * configured. Idempotent.
      */
     void release(int limit) {
-      releaseTurn(this, limit);
+      releaseTurn(this, limit, new CancellationException("released before its turn"), false);
     }
   }
 
-  /** A turn for an attempt of an admitted request, granted at once while fewer than {@code limit} legs run. */
-  LegTurn legTurn(int limit, Context context) {
-    LegTurn turn = new LegTurn(context);
+  /**
+   * A turn for an attempt of an admitted request, granted at once while fewer than {@code limit} legs run and nothing
+   * waits; else it waits in the {@link FairQueue} for at most {@code timeoutMs}, among at most {@code maxQueued}.
+   */
+  LegTurn legTurn(int limit, Context context, Lane lane, long timeoutMs, int maxQueued) {
+    LegTurn turn = new LegTurn(context, lane);
     List<LegTurn> go;
+    LegTurn shed = null;
+    boolean refused = false;
     synchronized (legQueue) {
-      legQueue.add(turn);
-      legsWaiting++;
-      go = grantTurns(limit);
+      if (legQueue.size() >= maxQueued && legsRunning >= limit) {
+        FairQueue.Entry<LegTurn> dropped = legQueue.shedFor(lane.tenant().name());
+        if (dropped == null) {
+          refused = true;
+        } else {
+          shed = dropped.item;
+          shed.state = LegTurn.DONE;
+        }
+      }
+      if (refused) {
+        turn.state = LegTurn.DONE;
+        go = grantTurns(limit);
+      } else if (legQueue.isEmpty() && legsRunning < limit) {
+        // nothing waits and a leg is free: the turn runs at once, the queue untouched
+        turn.state = LegTurn.RUNNING;
+        turn.immediate = true;
+        legsRunning++;
+        go = List.of(turn);
+      } else {
+        turn.entry = legQueue.add(turn, lane.tenant().rank(), lane.tenant().name(), lane.tenant().weight(), lane.cost());
+        go = grantTurns(limit);
+      }
     }
-    go.forEach(t -> t.context.runOnContext(v -> t.granted.tryComplete()));
+    if (refused) {
+      context.runOnContext(v -> turn.granted.tryFail(new QueueRefused(false)));
+    } else if (turn.state == LegTurn.WAITING) {
+      long ms = Math.max(1, timeoutMs);
+      context.runOnContext(v -> {
+        if (!turn.granted.future().isComplete()) {
+          turn.timer = context.owner().setTimer(ms, t -> releaseTurn(turn, limit, new QueueRefused(true), true));
+        }
+      });
+    }
+    if (shed != null) {
+      LegTurn s = shed;
+      s.context.runOnContext(v -> s.granted.tryFail(new QueueRefused(false)));
+    }
+    go.forEach(this::grant);
     return turn;
   }
 
-  private void releaseTurn(LegTurn turn, int limit) {
+  private void grant(LegTurn t) {
+    t.context.runOnContext(v -> {
+      if (t.timer >= 0) t.context.owner().cancelTimer(t.timer);
+      if (!t.immediate) waits.accept(t.lane, System.nanoTime() - t.queuedNanos);
+      t.granted.tryComplete();
+    });
+  }
+
+  /** {@code onlyWaiting}: a wait's timeout, which leaves a turn granted meanwhile running. */
+  private void releaseTurn(LegTurn turn, int limit, RuntimeException why, boolean onlyWaiting) {
     List<LegTurn> go = List.of();
     boolean wasWaiting;
     synchronized (legQueue) {
       wasWaiting = turn.state == LegTurn.WAITING;
+      if (onlyWaiting && !wasWaiting) return;
       if (wasWaiting) {
-        legsWaiting--;
-        // released waiting turns stay queued until polled: drop them when they outnumber those still waiting
-        if (legQueue.size() > 2 * legsWaiting + 64) legQueue.removeIf(t -> t.state != LegTurn.WAITING && t != turn);
+        legQueue.remove(turn.entry);
       } else if (turn.state == LegTurn.RUNNING) {
         legsRunning--;
         go = grantTurns(limit);
       }
       turn.state = LegTurn.DONE;
     }
-    if (wasWaiting) turn.context.runOnContext(v -> turn.granted.tryFail(new CancellationException("released before its turn")));
-    go.forEach(t -> t.context.runOnContext(v -> t.granted.tryComplete()));
+    if (wasWaiting) turn.context.runOnContext(v -> {
+      if (turn.timer >= 0) turn.context.owner().cancelTimer(turn.timer);
+      turn.granted.tryFail(why);
+    });
+    go.forEach(this::grant);
   }
 
-  /** Under the lock: the waiting turns that now run (those released while waiting are dropped on the way). */
+  /** Under the lock: the waiting turns that now run, in the fair queue's order. */
   private List<LegTurn> grantTurns(int limit) {
     List<LegTurn> go = new ArrayList<>();
     while (legsRunning < limit && !legQueue.isEmpty()) {
-      LegTurn next = legQueue.poll();
-      if (next.state != LegTurn.WAITING) continue;
+      LegTurn next = legQueue.poll().item;
       next.state = LegTurn.RUNNING;
-      legsWaiting--;
       legsRunning++;
       go.add(next);
     }
@@ -193,7 +303,20 @@ final class Admission {
   /** Attempts waiting for a turn ({@code narwhal_legs_waiting}). */
   int legsWaiting() {
     synchronized (legQueue) {
-      return legsWaiting;
+      return legQueue.size();
+    }
+  }
+
+  /** Attempts waiting per priority class, highest first, and per tenant (for {@code /narwhal/state}). */
+  io.vertx.core.json.JsonObject queueJson() {
+    synchronized (legQueue) {
+      io.vertx.core.json.JsonObject byClass = new io.vertx.core.json.JsonObject();
+      int[] sizes = legQueue.sizesByClass();
+      for (int r = 0; r < sizes.length; r++) byClass.put(narwhal.common.config.TenantConfig.CLASSES.get(r), sizes[r]);
+      io.vertx.core.json.JsonObject byTenant = new io.vertx.core.json.JsonObject();
+      new java.util.TreeMap<>(legQueue.sizesByTenant()).forEach(byTenant::put);
+      return new io.vertx.core.json.JsonObject().put("running", legsRunning).put("waiting", legQueue.size())
+          .put("waiting_by_class", byClass).put("waiting_by_tenant", byTenant);
     }
   }
 }

@@ -1,5 +1,6 @@
 package narwhal.router;
 
+import narwhal.common.config.TenantConfig;
 import narwhal.common.fault.RequestOutcome;
 import io.vertx.core.Handler;
 import io.vertx.core.http.HttpMethod;
@@ -10,10 +11,13 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * The client keys ({@code server.api_key_env}, {@link Access}) in front of the serving endpoints: with keys
  * configured, a request needs {@code Authorization: Bearer <key>}, else 401, journalled as {@code rejected}; an
- * {@code OPTIONS} request is let through, as vLLM lets it (its 405, or CORS's preflight answer). The keys
+ * {@code OPTIONS} request is let through, as vLLM lets it (its 405, or CORS's preflight answer). A tenant's key
+ * ({@code tenants.<name>.api_key_*}) is a client key too, and names the request's tenant ({@link Tenants}). The keys
  * are read per request, so a reloaded fleet file's keys apply at once.
  */
 final class ClientKeyGuard implements Handler<RoutingContext> {
+  /** The routing-context key of the request's {@link TenantConfig}. */
+  private static final String TENANT = "narwhal.tenant";
   private final RouterContext ctx;
   private final AtomicReference<Access> access;
 
@@ -31,7 +35,13 @@ final class ClientKeyGuard implements Handler<RoutingContext> {
       return;
     }
     String authorization = rc.request().getHeader("authorization");
-    if (access.get().clients().admits(authorization)) {
+    Access now = access.get();
+    Tenants tenants = now.tenants();
+    String key = bearer(authorization);
+    String keyTenant = tenants.ofKey(key);
+    boolean admitted = keyTenant != null || (now.clients().isOpen() ? !tenants.keyed() : now.clients().matches(key));
+    if (admitted) {
+      rc.put(TENANT, tenants.of(keyTenant, tenants.header().isEmpty() ? null : rc.request().getHeader(tenants.header())));
       rc.next();
       return;
     }
@@ -39,5 +49,19 @@ final class ClientKeyGuard implements Handler<RoutingContext> {
     if (rc.request().method() != HttpMethod.GET) rc.response().putHeader("connection", "close");
     ctx.metrics().offered();
     EdgeRefusal.refuse(ctx, rc, EdgeError.invalidApiKey(authorization != null), RequestOutcome.REJECTED);
+  }
+
+  /** The tenant the guard found for the request; the fallback tenant's settings when the guard did not run. */
+  static TenantConfig tenant(RoutingContext rc) {
+    TenantConfig t = rc.get(TENANT);
+    return t != null ? t : TenantConfig.fallback(narwhal.common.config.TenantsConfig.FALLBACK);
+  }
+
+  /** The key of {@code Bearer <key>} (scheme case-insensitive), or null. */
+  private static String bearer(String authorization) {
+    if (authorization == null || authorization.length() < 7 || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      return null;
+    }
+    return authorization.substring(7).strip();
   }
 }

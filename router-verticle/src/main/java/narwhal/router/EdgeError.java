@@ -77,6 +77,48 @@ record EdgeError(int status, String type, String message, String param, Object c
     return new EdgeError(429, "server_overloaded_error", "router in-flight limit reached", null, null, EdgeFailure.IN_FLIGHT_LIMIT, true);
   }
 
+  /**
+   * A tenant's quota is spent ({@link TenantQuotas}): OpenAI's 429 {@code rate_limit_exceeded}, its {@code type} the
+   * quota's unit ({@code requests}, {@code tokens}); {@code Retry-After} is set by the caller, who knows when it frees.
+   */
+  public static EdgeError overQuota(narwhal.common.config.TenantConfig tenant, String quota) {
+    return switch (quota) {
+      case "tokens_per_minute" -> overTokens(tenant);
+      case "max_concurrent" -> overConcurrency(tenant);
+      default -> overRequests(tenant);
+    };
+  }
+
+  public static EdgeError overRequests(narwhal.common.config.TenantConfig tenant) {
+    return new EdgeError(429, "requests", "Rate limit reached for tenant " + tenant.name() + " on requests per minute: limit "
+        + tenant.requestsPerMinute() + " (tenants." + tenant.name() + ".requests_per_minute)", null, "rate_limit_exceeded",
+        EdgeFailure.QUOTA_REQUESTS, false);
+  }
+
+  public static EdgeError overTokens(narwhal.common.config.TenantConfig tenant) {
+    return new EdgeError(429, "tokens", "Rate limit reached for tenant " + tenant.name() + " on tokens per minute: limit "
+        + tenant.tokensPerMinute() + " (tenants." + tenant.name() + ".tokens_per_minute)", null, "rate_limit_exceeded",
+        EdgeFailure.QUOTA_TOKENS, false);
+  }
+
+  public static EdgeError overConcurrency(narwhal.common.config.TenantConfig tenant) {
+    return new EdgeError(429, "requests", "Rate limit reached for tenant " + tenant.name() + " on concurrent requests: limit "
+        + tenant.maxConcurrent() + " (tenants." + tenant.name() + ".max_concurrent)", null, "rate_limit_exceeded",
+        EdgeFailure.QUOTA_CONCURRENT, true);
+  }
+
+  /**
+   * The fleet was saturated and the request's turn did not come within {@code flow.queue_timeout_s} ({@code timedOut}),
+   * or the router's queue was full ({@code flow.max_queued}) and it was shed: 429 with {@code Retry-After: 1}.
+   */
+  public static EdgeError queueRefused(boolean timedOut) {
+    return timedOut
+        ? new EdgeError(429, "server_overloaded_error", "the fleet is saturated: no turn within flow.queue_timeout_s",
+            null, null, EdgeFailure.QUEUE_TIMEOUT, true)
+        : new EdgeError(429, "server_overloaded_error", "the fleet is saturated and the router's queue is full "
+            + "(flow.max_queued)", null, null, EdgeFailure.QUEUE_FULL, true);
+  }
+
   /** No serving engine of {@code model} can take a phase; other models may still serve. */
   public static EdgeError noEngine(boolean dispatched, String model) {
     return new EdgeError(503, dispatched ? "backend_unavailable" : "no_schedulable_engines",

@@ -1,7 +1,9 @@
 package narwhal.router;
 
 import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import narwhal.common.config.TenantConfig;
 import narwhal.common.fault.RequestOutcome;
 import narwhal.router.telemetry.RequestTrace;
 
@@ -23,30 +25,51 @@ final class EdgeRefusal {
   }
 
   /**
-   * The replica's {@link Admission} for an inference request, one switch for every endpoint: whether it is admitted;
-   * if not, it is answered here ({@code in_flight_limit}; {@code shutting_down} with {@code Connection: close}).
+   * The replica's {@link Admission} for an inference request, one switch for every endpoint: the in-flight limit (else
+   * {@code in_flight_limit}; a stopping replica's {@code shutting_down} with {@code Connection: close}), then its
+   * tenant's quotas ({@link TenantQuotas}: 429 naming the quota, with {@code Retry-After}); the answer carries the
+   * tenant's {@code x-ratelimit-*} headers whatever happens next. Returns the lane the request's attempts wait and
+   * count in, or null when it was answered here. {@code body}: the parsed body (empty without one); {@code prompts}:
+   * how many prompts it batches.
    */
-  static boolean admitted(RouterContext ctx, RoutingContext rc) {
+  static Admission.Lane admitted(RouterContext ctx, RoutingContext rc, JsonObject body, int prompts) {
     switch (ctx.admission().admit(ctx.config().get().serving().maxInFlight())) {
       case OVERLOADED -> {
         refuse(ctx, rc, EdgeError.overloaded(), RequestOutcome.REJECTED);
-        return false;
+        return null;
       }
       case SHUTTING_DOWN -> {
         rc.response().putHeader("connection", "close");
         refuse(ctx, rc, EdgeError.shuttingDown(), RequestOutcome.REJECTED);
-        return false;
+        return null;
       }
       default -> {
-        return true;
       }
     }
+    TenantConfig tenant = ClientKeyGuard.tenant(rc);
+    TenantQuotas quotas = ctx.admission().quotas();
+    TenantQuotas.Verdict verdict = quotas.admit(tenant);
+    ctx.metrics().tenantRequest(tenant, verdict.admitted());
+    RateLimitHeaders.put(rc.response(), quotas.headroom(tenant));
+    Admission.Lane lane = Admission.Lane.of(tenant, rc.body() == null ? 0 : rc.body().length(), prompts, body);
+    if (!verdict.admitted()) {
+      ctx.admission().finished();
+      rc.response().putHeader("retry-after", String.valueOf(verdict.retryAfterS()));
+      refuse(ctx, rc, EdgeError.overQuota(tenant, verdict.over()), RequestOutcome.REJECTED, lane);
+      return null;
+    }
+    return lane;
   }
 
   /** {@code terminal} is {@code INVALID} or {@code REJECTED}. */
   static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, RequestOutcome terminal) {
+    refuse(ctx, rc, error, terminal, null);
+  }
+
+  /** The same, for a request whose tenant is known ({@code lane}: its journal row names it). */
+  static void refuse(RouterContext ctx, RoutingContext rc, EdgeError error, RequestOutcome terminal, Admission.Lane lane) {
     refuse(ctx, rc.request(), rc.request().path(), rc.get(RequestKeys.RID), rc.get(RequestKeys.ARRIVED),
-        rc.get(RequestKeys.ARRIVED_NANOS), error, terminal);
+        rc.get(RequestKeys.ARRIVED_NANOS), error, terminal, lane);
   }
 
   /**
@@ -55,11 +78,16 @@ final class EdgeRefusal {
    */
   static void refuse(RouterContext ctx, HttpServerRequest request, String endpoint, String rid, Instant arrived,
       long arrivedNanos, EdgeError error, RequestOutcome terminal) {
+    refuse(ctx, request, endpoint, rid, arrived, arrivedNanos, error, terminal, null);
+  }
+
+  private static void refuse(RouterContext ctx, HttpServerRequest request, String endpoint, String rid, Instant arrived,
+      long arrivedNanos, EdgeError error, RequestOutcome terminal, Admission.Lane lane) {
     if (terminal == RequestOutcome.INVALID) ctx.metrics().invalid(); else ctx.metrics().rejected(error.reason());
     error.send(request.response());
     RequestTrace trace = traced(ctx, request, endpoint, rid, arrivedNanos);
     trace.finished(terminal.wireName(), error.reason(), error.status(), error.type(), 0);
-    ctx.journal().append(new JournalRow(rid, request.getHeader("x-request-id"), endpoint, arrived, arrivedNanos)
+    ctx.journal().append(new JournalRow(rid, request.getHeader("x-request-id"), endpoint, arrived, arrivedNanos).tenant(lane)
         .ending(terminal, error.reason(), error.status(), error.type()).traceId(trace.traceId()).done());
   }
 

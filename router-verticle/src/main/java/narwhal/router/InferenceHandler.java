@@ -58,27 +58,28 @@ final class InferenceHandler implements Handler<RoutingContext> {
       EdgeRefusal.refuse(ctx, rc, tooManyPrompts(prompts, cfg.serving().maxBatchPrompts()), RequestOutcome.INVALID);
       return;
     }
-    if (!EdgeRefusal.admitted(ctx, rc)) return;
+    Admission.Lane lane = EdgeRefusal.admitted(ctx, rc, body, prompts);
+    if (lane == null) return;
     body.remove("kv_transfer_params");
     boolean stream = Boolean.TRUE.equals(body.getValue("stream"));
     PlacementConfig placement = ctx.config().get().placement();
     String session = placement.sessionHeader().isEmpty() ? null : rc.request().getHeader(placement.sessionHeader());
     String model = body.getValue("model") instanceof String named ? named : cfg.model();
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, chat, body, stream, rc.response(), arrived, arrivedNanos,
-        PromptAffinity.of(body, chat, session, placement), model);
+        PromptAffinity.of(body, chat, session, placement), model, lane);
     String answerId = ClientId.answer(chat, ClientId.base(clientRid, body, rid));
     rc.response().putHeader("x-request-id", ClientId.base(clientRid, body, rid));
     if (prompts > 1) {
       for (int i = 1; i < prompts; i++) ctx.metrics().offered();
       new PromptBatch(ctx, request, answerId, body.getJsonArray("prompt"), part -> PromptAffinity.of(part, false, session, placement),
-          ctx.admission()::finished).start();
+          () -> ctx.admission().finished(lane)).start();
       return;
     }
     ClientSink sink = stream ? new SseRelay(rc.response(), ctx.endOfTurn(), answerId)
         : new JsonAssembler(rc.response(), chat, answerId, model, body.getValue("tool_choice"), arrived.getEpochSecond());
     RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
         new RequestTrace.Start(chat ? "chat" : "text_completion", model, rid, clientRid, endpoint, stream, arrivedNanos, body.getValue("max_tokens")));
-    new RequestLifecycle(ctx, request, sink, ctx.admission()::finished, trace).start();
+    new RequestLifecycle(ctx, request, sink, () -> ctx.admission().finished(lane), trace).start();
   }
 
   /** A completions request batching more prompts than {@code serving.max_batch_prompts}: refused before admission. */

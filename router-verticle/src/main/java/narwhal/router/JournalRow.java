@@ -23,6 +23,7 @@ final class JournalRow {
   JournalRow(String rid, String clientRid, String endpoint, Instant arrived, long arrivedNanos) {
     this.arrivedNanos = arrivedNanos;
     this.row = new JsonObject().put("rid", rid).put("client_rid", clientRid).put("model", null).put("endpoint", endpoint)
+        .put("tenant", null).put("class", null)
         .put("arrived", arrived.toString()).put("terminal", null).put("reason", null).put("status", null).put("error_type", null)
         .put("ttft_s", null).put("first_byte_s", null).put("prefill_iid", null).put("decode_iid", null)
         .put("prefill_placement", null).put("decode_placement", null).put("crossed", null).put("attempts", 0)
@@ -34,6 +35,12 @@ final class JournalRow {
 
   JournalRow ending(RequestOutcome terminal, String reason, int status, String errorType) {
     row.put("terminal", terminal.wireName()).put("reason", reason).put("status", status).put("error_type", errorType);
+    return this;
+  }
+
+  /** The tenant the request counted as and its priority class (null: refused before it was known). */
+  JournalRow tenant(Admission.Lane lane) {
+    if (lane != null) row.put("tenant", lane.tenant().name()).put("class", lane.tenant().priorityClass());
     return this;
   }
 

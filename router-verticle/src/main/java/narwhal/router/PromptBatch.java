@@ -119,7 +119,8 @@ final class PromptBatch {
   private RequestLifecycle part(int index) {
     JsonObject body = new JsonObject(new LinkedHashMap<>(shared)).put("prompt", partPrompt(prompts.getValue(index)));
     InferenceRequest part = new InferenceRequest(request.rid() + "-" + index, request.clientRid(), request.endpoint(), false, body,
-        request.stream(), request.response(), request.arrived(), request.arrivedNanos(), affinity.apply(body), request.model());
+        request.stream(), request.response(), request.arrived(), request.arrivedNanos(), affinity.apply(body), request.model(),
+        request.lane());
     ClientSink sink = relay != null ? relay.part(index, end -> streamed(index, end), error -> failed(index, error))
         : new JsonAssembler(request.response(), false, answerId, request.model(), null, request.arrived().getEpochSecond(),
             new JsonAssembler.Outcome(answer -> answered(index, answer), error -> failed(index, error)));

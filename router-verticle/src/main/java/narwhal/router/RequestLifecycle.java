@@ -280,7 +280,8 @@ final class RequestLifecycle implements Admission.Cuttable {
    */
   private Future<Void> legTurn(Attempt a) {
     if (done) return Future.failedFuture(new CancellationException());
-    a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context);
+    a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context, request.lane(), cfg.flow().queueTimeoutMs(),
+        cfg.flow().maxQueued());
     return a.turn.granted().compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
   }
 
@@ -495,6 +496,10 @@ final class RequestLifecycle implements Admission.Cuttable {
       refuse(refused.error);
       return;
     }
+    if (err instanceof Admission.QueueRefused queue) {
+      shed(EdgeError.queueRefused(queue.timedOut));
+      return;
+    }
     if (err instanceof WholeLeg.EngineRefused refused) {
       engineRefused(a, refused);
       return;
@@ -659,6 +664,14 @@ final class RequestLifecycle implements Admission.Cuttable {
     finish(terminal, error.reason(), error.status(), error.type());
   }
 
+  /** The request waited for a turn too long, or was shed from a full queue ({@code flow}): 429, rejected. */
+  private void shed(EdgeError error) {
+    if (done) return;
+    client.fail(error);
+    ctx.metrics().rejected(error.reason());
+    finish(RequestOutcome.REJECTED, error.reason(), error.status(), error.type());
+  }
+
   /** The request is refused before any leg ran: it counts no attempt. */
   private void refuse(EdgeError error) {
     attempt = 0;
@@ -737,12 +750,15 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (terminal != RequestOutcome.COMPLETED) leftToLease(current);
     for (Reservation r : List.copyOf(held)) release(r);
     releaseTurn(current);
+    long tokens = tokens(usage);
+    ctx.admission().quotas().used(request.lane().tenant(), tokens);
+    ctx.metrics().tenantTokens(request.lane().tenant(), tokens);
     if (ttftNanos >= 0) ctx.metrics().ttft(ttftNanos);
     if (firstByteNanos >= 0) ctx.metrics().firstByte(firstByteNanos);
     trace.finished(terminal.wireName(), reason, status, errorType, attempt);
     ctx.journal().append(new JournalRow(request.rid(), request.clientRid(), request.endpoint(), request.arrived(),
             request.arrivedNanos())
-        .model(acceptedModel).ending(terminal, reason, status, errorType).timing(ttftNanos, firstByteNanos)
+        .model(acceptedModel).tenant(request.lane()).ending(terminal, reason, status, errorType).timing(ttftNanos, firstByteNanos)
         .engines(current == null ? null : current.producer, current == null ? null : current.consumer)
         .attempts(attempt, attemptFailures).output(client.outputLength(), handoffsLeft).usage(usage)
         .prefillCached(current == null || current.handoff == null ? null : current.handoff.cachedTokens())
@@ -766,6 +782,13 @@ final class RequestLifecycle implements Admission.Cuttable {
     int tokens = completion != null ? completion : end.outputFrames();
     if (whole == null && tokens > 1) perModel.perOutputToken((a.lastOutputAt - a.firstOutputAt) / (tokens - 1));
     trace.completed(usage, end.finishReason(), client.outputLength());
+  }
+
+  /** Prompt and completion tokens of {@code usage} (the engine's), 0 without. */
+  private static long tokens(JsonObject usage) {
+    Integer prompt = JournalRow.count(usage, "prompt_tokens");
+    Integer completion = JournalRow.count(usage, "completion_tokens");
+    return (prompt == null ? 0L : prompt) + (completion == null ? 0L : completion);
   }
 
   /** Arrival instant, for tests and the journal. */

@@ -28,7 +28,8 @@ import java.util.stream.Collectors;
 final class RouterMetrics {
   private static final List<String> EXPIRY_REASONS = List.of("request_deadline", FaultKind.HANDOFF_EXPIRED.reason());
   /** Refusals before a model is known: their {@code model} label is empty; {@code no_engine} is per model ({@link ModelMetrics}). */
-  private static final List<String> REJECTION_REASONS = List.of("in_flight_limit", "fleet_hold", "shutting_down",
+  private static final List<String> REJECTION_REASONS = List.of("quota_requests", "quota_tokens", "quota_concurrent",
+      "queue_timeout", "queue_full", "in_flight_limit", "fleet_hold", "shutting_down",
       "invalid_api_key");
 
   private final MeterRegistry registry;
@@ -86,6 +87,11 @@ final class RouterMetrics {
     failedCounter("no_engine");
     EXPIRY_REASONS.forEach(this::expiredCounter);
     REJECTION_REASONS.forEach(this::rejectedCounter);
+    for (String c : narwhal.common.config.TenantConfig.CLASSES) {
+      flowWaits.put(c, Timer.builder("narwhal.flow.wait").description("how long attempts waited for a turn in the router's queue, by priority class")
+          .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofSeconds(120))
+          .tag("class", c).register(registry));
+    }
     for (Phase phase : Phase.values()) PLACEMENT_REASONS.forEach(reason -> placementCounter(phase, reason));
     reloadsApplied = reloads("applied");
     reloadsRefused = reloads("refused");
@@ -199,6 +205,37 @@ final class RouterMetrics {
   public void failed(String reason) { failedCounter(reason).increment(); }
   public void expired(String reason) { expiredCounter(reason).increment(); }
   public void rejected(String reason) { rejectedCounter(reason).increment(); }
+
+  private final Map<String, Timer> flowWaits = new java.util.HashMap<>();
+
+  /** An attempt of a tenant of class {@code priorityClass} waited {@code nanos} for its turn. */
+  void flowWait(String priorityClass, long nanos) {
+    Timer timer = flowWaits.get(priorityClass);
+    if (timer != null) timer.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+  }
+
+  private final java.util.Map<narwhal.common.config.TenantConfig, Counter[]> tenantRequests = new java.util.concurrent.ConcurrentHashMap<>();
+  private final java.util.Map<String, Counter> tenantTokens = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** A request of {@code tenant} admitted or refused by its quotas ({@code narwhal_tenant_requests_total}). */
+  void tenantRequest(narwhal.common.config.TenantConfig tenant, boolean admitted) {
+    tenantRequests.computeIfAbsent(tenant, t -> new Counter[] {tenantCounter(t, "admitted"), tenantCounter(t, "over_quota")})
+        [admitted ? 0 : 1].increment();
+  }
+
+  private Counter tenantCounter(narwhal.common.config.TenantConfig t, String outcome) {
+    return Counter.builder("narwhal.tenant.requests")
+        .description("requests by tenant and priority class, admitted or refused by the tenant's quotas")
+        .tags("tenant", t.name(), "class", t.priorityClass(), "outcome", outcome).register(registry);
+  }
+
+  /** Prompt and completion tokens of a request of {@code tenant}, from the engine's usage ({@code narwhal_tenant_tokens_total}). */
+  void tenantTokens(narwhal.common.config.TenantConfig tenant, long tokens) {
+    if (tokens <= 0) return;
+    tenantTokens.computeIfAbsent(tenant.name(), k -> Counter.builder("narwhal.tenant.tokens")
+        .description("prompt and completion tokens by tenant, from the engines' usage").tag("tenant", tenant.name())
+        .register(registry)).increment(tokens);
+  }
   public void cancelled() { cancelled.increment(); }
   public void invalid() { invalid.increment(); }
   public void prefillAttempt() { prefillAttempts.increment(); }

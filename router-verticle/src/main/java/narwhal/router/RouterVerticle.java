@@ -93,6 +93,7 @@ public final class RouterVerticle extends VerticleBase {
           .description("journal rows that could not be written (full disk, I/O error), each dropped whole").register(registry);
       clusterGauges(registry);
       legGauges(registry);
+      admission.onWait((lane, nanos) -> metrics.flowWait(lane.tenant().priorityClass(), nanos));
       shared = new Replica(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
           new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners(),
           new ReadinessAnswer(admission, vertx), ClientConnections.of(registry));
@@ -110,6 +111,7 @@ public final class RouterVerticle extends VerticleBase {
         if (event != null && event.state() == narwhal.common.bus.EngineState.SERVING) relearner.readmitted(event.iid());
       });
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> reconfigured());
+      quotaExchange();
       vertx.eventBus().<Object>localConsumer(Addresses.SECRETS_CHANGED, msg -> reread(config.get(), "a secret file changed"));
       vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_REFUSED, msg -> {
         if (msg.body() != null && msg.body().getBoolean("unreadable", false)) metrics.configUnreadable();
@@ -170,12 +172,41 @@ public final class RouterVerticle extends VerticleBase {
         .tag("where", where).register(registry));
   }
 
+  /**
+   * Every second, each tenant's quotas are leased again from what every replica reported ({@link TenantQuotas}), and
+   * this replica's own report goes to the others on the cluster bus, sealed (a forged or foreign one is left out).
+   */
+  private void quotaExchange() {
+    TenantQuotas quotas = admission.quotas();
+    narwhal.common.bus.FlowStatus.publish(vertx, () -> admission.queueJson().put("tenants", quotas.toJson()));
+    vertx.eventBus().<Object>consumer(Addresses.TENANT_USAGE, msg -> {
+      narwhal.common.bus.ClusterSeal seal = narwhal.common.bus.ClusterSeal.of(vertx);
+      narwhal.common.bus.UsageReport report = narwhal.common.bus.UsageReport.fromJson(seal.open(Addresses.TENANT_USAGE, msg.body()));
+      if (report != null && !report.origin().equals(self())) quotas.heard(report);
+    });
+    vertx.setPeriodic(TenantQuotas.SETTLE_MS, t -> {
+      narwhal.common.bus.ClusterView view = narwhal.common.bus.ClusterView.of(vertx);
+      int members = Math.max(view.membersSeen(), view.membersExpected());
+      narwhal.common.bus.UsageReport mine = quotas.settle(self(), members);
+      if (!mine.tenants().isEmpty() && vertx.isClustered()) {
+        vertx.eventBus().publish(Addresses.TENANT_USAGE, narwhal.common.bus.ClusterSeal.of(vertx).seal(Addresses.TENANT_USAGE, mine.toJson()));
+      }
+    });
+  }
+
+  /** This replica's id on the cluster: its sealing id, else its cluster address. */
+  private String self() {
+    String sealed = narwhal.common.bus.ClusterSeal.of(vertx).replica();
+    return sealed == null || sealed.isEmpty() ? narwhal.common.bus.ClusterView.of(vertx).self() : sealed;
+  }
+
   /** The attempts running legs and waiting for a turn under {@code serving.max_legs_in_flight} (docs/metrics.md). */
   private void legGauges(MeterRegistry registry) {
     io.micrometer.core.instrument.Gauge.builder("narwhal.legs.in.flight", admission, Admission::legsInFlight)
         .description("attempts running their legs against engines now (serving.max_legs_in_flight)").register(registry);
     io.micrometer.core.instrument.Gauge.builder("narwhal.legs.waiting", admission, Admission::legsWaiting)
         .description("attempts waiting for a turn before their first leg (serving.max_legs_in_flight)").register(registry);
+
   }
 
   private synchronized RouterInstance instance(RouterInstance instance) {
@@ -224,6 +255,7 @@ public final class RouterVerticle extends VerticleBase {
     shared.retryBudget().resize(cfg.serving().retryBudget(), cfg.serving().retryReplenish());
     shared.metrics().track(cfg.engines());
     shared.models().register(cfg.models());
+    admission.quotas().retain(cfg.tenants().byName().keySet());
     reread(cfg, "reloaded fleet file");
   }
 

@@ -13,7 +13,8 @@ import java.util.List;
 /**
  * {@code GET /narwhal/state} (docs/operations.md): placement's table with each engine's breaker standing and learned
  * context ({@code max_model_len}, read from {@code models} or {@code tokenize}) merged in, each model's {@code max_model_len}, and the replica's own standing (readiness, draining, in flight, retry credits,
- * restart-pending keys, cluster, its breaker's name and the config drift among the replicas). A part that does not
+ * restart-pending keys, cluster, its breaker's name and the config drift among the replicas, its queue and each
+ * tenant's use of its quotas). A part that does not
  * answer over the bus is left empty, never an error.
  */
 final class StateRoute implements Handler<RoutingContext> {
@@ -64,7 +65,8 @@ final class StateRoute implements Handler<RoutingContext> {
           .put("handoffs_left", replica.metrics().handoffsLeft())
           .put("cluster_members", new JsonArray(List.copyOf(replica.members().get())))
           .put("cluster", ClusterView.of(vertx).toJson())
-          .put("discovery", narwhal.common.bus.DiscoveryStatus.of(vertx).toJson()));
+          .put("discovery", narwhal.common.bus.DiscoveryStatus.of(vertx).toJson())
+          .put("flow", narwhal.common.bus.FlowStatus.of(vertx)));
     });
   }
 }

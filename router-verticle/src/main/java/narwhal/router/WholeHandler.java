@@ -47,7 +47,8 @@ final class WholeHandler implements Handler<RoutingContext> {
           RequestOutcome.INVALID);
       return;
     }
-    if (!EdgeRefusal.admitted(ctx, rc)) return;
+    Admission.Lane lane = EdgeRefusal.admitted(ctx, rc, body, 1);
+    if (lane == null) return;
     String rid = rc.get(RequestKeys.RID);
     String clientRid = rc.request().getHeader("x-request-id");
     long arrivedNanos = rc.get(RequestKeys.ARRIVED_NANOS);
@@ -55,11 +56,11 @@ final class WholeHandler implements Handler<RoutingContext> {
     boolean stream = "/v1/responses".equals(endpoint) && Boolean.TRUE.equals(body.getValue("stream"));
     String named = model instanceof String m ? m : cfg.model();
     InferenceRequest request = new InferenceRequest(rid, clientRid, endpoint, false, body, stream, rc.response(),
-        rc.get(RequestKeys.ARRIVED), arrivedNanos, null, named);
+        rc.get(RequestKeys.ARRIVED), arrivedNanos, null, named, lane);
     RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
         new RequestTrace.Start(operation(endpoint), named, rid, clientRid, endpoint, stream, arrivedNanos,
             body.getValue("max_output_tokens")));
-    new RequestLifecycle(ctx, request, new WholeLeg(ctx, owners, request, (String) previous), ctx.admission()::finished, trace)
+    new RequestLifecycle(ctx, request, new WholeLeg(ctx, owners, request, (String) previous), () -> ctx.admission().finished(lane), trace)
         .start();
   }
 
@@ -83,7 +84,8 @@ final class WholeHandler implements Handler<RoutingContext> {
           EdgeRefusal.refuse(ctx, rc, EdgeError.responseNotFound(id), RequestOutcome.INVALID);
           return;
         }
-        if (!EdgeRefusal.admitted(ctx, rc)) return;
+        Admission.Lane lane = EdgeRefusal.admitted(ctx, rc, new JsonObject(), 1);
+        if (lane == null) return;
         String rid = rc.get(RequestKeys.RID);
         String clientRid = rc.request().getHeader("x-request-id");
         long arrivedNanos = rc.get(RequestKeys.ARRIVED_NANOS);
@@ -93,12 +95,12 @@ final class WholeHandler implements Handler<RoutingContext> {
         WholeLeg.Target target = new WholeLeg.Target(cancel ? HttpMethod.POST : HttpMethod.GET,
             query == null || cancel ? path : path + "?" + query, false);
         InferenceRequest request = new InferenceRequest(rid, clientRid, path, false, new JsonObject(), stream, rc.response(),
-            rc.get(RequestKeys.ARRIVED), arrivedNanos, null, model);
+            rc.get(RequestKeys.ARRIVED), arrivedNanos, null, model, lane);
         RequestTrace trace = !ctx.tracing().enabled() ? RequestTrace.OFF : ctx.tracing().begin(rc.request().headers(),
             new RequestTrace.Start(cancel ? "cancel_response" : "retrieve_response", model, rid, clientRid,
                 rc.request().method().name(), path, stream,
                 arrivedNanos, null));
-        new RequestLifecycle(ctx, request, new WholeLeg(ctx, owners, request, id, target, owner), ctx.admission()::finished, trace)
+        new RequestLifecycle(ctx, request, new WholeLeg(ctx, owners, request, id, target, owner), () -> ctx.admission().finished(lane), trace)
             .start();
       });
     };

@@ -63,6 +63,7 @@ class ConfigurationDocTest {
     flatten(json, "", defaults);
     JsonObject engine = json.getJsonArray("engines").getJsonObject(0);
     flatten(engine, "engines[].", defaults);
+    flatten(narwhal.common.config.TenantConfig.fallback("t").toJson(), narwhal.common.config.ConfigKeys.TENANT_ENTRY, defaults);
     documented().forEach((key, row) -> {
       String cell = row.get("default");
       if (cell.startsWith("required")) {
@@ -113,7 +114,9 @@ class ConfigurationDocTest {
 
   private static void flatten(JsonObject json, String prefix, Map<String, Object> out) {
     json.forEach(e -> {
-      if (e.getValue() instanceof JsonObject nested && !e.getKey().equals("engine_contract")) flatten(nested, prefix + e.getKey() + ".", out);
+      if (e.getValue() instanceof JsonObject nested && !e.getKey().equals("engine_contract") && !nested.isEmpty()) {
+        flatten(nested, prefix + e.getKey() + ".", out);
+      }
       else out.put(prefix + e.getKey(), e.getValue());
     });
   }

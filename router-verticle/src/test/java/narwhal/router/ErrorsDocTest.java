@@ -87,7 +87,8 @@ class ErrorsDocTest {
         Object[] args = new Object[m.getParameterCount()];
         Class<?>[] types = m.getParameterTypes();
         for (int i = 0; i < args.length; i++) {
-          args[i] = types[i] == boolean.class ? flag : types[i] == long.class ? 1000L : types[i] == int.class ? 1 : "x";
+          args[i] = types[i] == boolean.class ? flag : types[i] == long.class ? 1000L : types[i] == int.class ? 1
+              : types[i] == narwhal.common.config.TenantConfig.class ? narwhal.common.config.TenantConfig.fallback("t") : "x";
         }
         errors.add((EdgeError) m.invoke(null, args));
       }

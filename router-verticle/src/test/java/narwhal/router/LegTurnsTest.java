@@ -29,6 +29,11 @@ class LegTurnsTest {
     RouterHarness.await(vertx.close());
   }
 
+  /** A turn of the default tenant, with no queue timeout or bound in reach. */
+  private Admission.LegTurn turn(Admission admission, int limit) {
+    return admission.legTurn(limit, context, Admission.Lane.DEFAULT, 600_000, 1_000_000);
+  }
+
   /** Whether {@code turn} has been granted once the context has run what was queued on it before. */
   private boolean granted(Admission.LegTurn turn) {
     RouterHarness.await(Future.<Void>future(p -> context.runOnContext(v -> p.complete())));
@@ -38,10 +43,10 @@ class LegTurnsTest {
   @Test
   void turnsAreGrantedInArrivalOrderUpToTheLimit() {
     Admission admission = new Admission();
-    Admission.LegTurn first = admission.legTurn(2, context);
-    Admission.LegTurn second = admission.legTurn(2, context);
-    Admission.LegTurn third = admission.legTurn(2, context);
-    Admission.LegTurn fourth = admission.legTurn(2, context);
+    Admission.LegTurn first = turn(admission, 2);
+    Admission.LegTurn second = turn(admission, 2);
+    Admission.LegTurn third = turn(admission, 2);
+    Admission.LegTurn fourth = turn(admission, 2);
     assertTrue(granted(first));
     assertTrue(granted(second));
     assertFalse(granted(third));
@@ -57,9 +62,9 @@ class LegTurnsTest {
   @Test
   void aTurnReleasedWhileWaitingNeverRunsAndItsPlaceGoesToTheNext() {
     Admission admission = new Admission();
-    Admission.LegTurn running = admission.legTurn(1, context);
-    Admission.LegTurn gone = admission.legTurn(1, context);
-    Admission.LegTurn next = admission.legTurn(1, context);
+    Admission.LegTurn running = turn(admission, 1);
+    Admission.LegTurn gone = turn(admission, 1);
+    Admission.LegTurn next = turn(admission, 1);
     gone.release(1);
     assertEquals(1, admission.legsWaiting());
     running.release(1);
@@ -74,15 +79,15 @@ class LegTurnsTest {
   @Test
   void theLimitAtEachReleaseDecidesHowManyWaitingOnesRun() {
     Admission admission = new Admission();
-    Admission.LegTurn a = admission.legTurn(1, context);
-    Admission.LegTurn b = admission.legTurn(1, context);
-    Admission.LegTurn c = admission.legTurn(1, context);
-    Admission.LegTurn d = admission.legTurn(1, context);
+    Admission.LegTurn a = turn(admission, 1);
+    Admission.LegTurn b = turn(admission, 1);
+    Admission.LegTurn c = turn(admission, 1);
+    Admission.LegTurn d = turn(admission, 1);
     a.release(3);
     assertTrue(granted(b));
     assertTrue(granted(c));
     assertTrue(granted(d), "raised to 3: the three waiting ones run");
-    Admission.LegTurn e = admission.legTurn(1, context);
+    Admission.LegTurn e = turn(admission, 1);
     b.release(1);
     c.release(1);
     assertFalse(granted(e), "lowered to 1: d still runs, nothing new starts");

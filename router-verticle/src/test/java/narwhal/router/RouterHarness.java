@@ -221,6 +221,11 @@ final class RouterHarness implements AutoCloseable {
     return sendAsync(routerUrl() + path, HttpMethod.POST, body.toBuffer(), Map.of());
   }
 
+  /** The same with the caller's headers. */
+  Future<Reply> postAsync(String path, JsonObject body, Map<String, String> headers) {
+    return sendAsync(routerUrl() + path, HttpMethod.POST, body.toBuffer(), headers);
+  }
+
   /** Any method on a router path, with the caller's headers (none added but {@code content-type}). */
   Reply request(HttpMethod method, String path, Buffer body, Map<String, String> headers) {
     return send(routerUrl() + path, method, body, headers);

@@ -22,12 +22,25 @@ public final class HttpWork {
   private final HttpClientAgent client;
   private final String host;
   private final int port;
+  private final java.util.Map<String, String> headers;
 
   public HttpWork(Vertx vertx, HttpClientAgent client, String host, int port) {
+    this(vertx, client, host, port, java.util.Map.of());
+  }
+
+  private HttpWork(Vertx vertx, HttpClientAgent client, String host, int port, java.util.Map<String, String> headers) {
     this.vertx = vertx;
     this.client = client;
     this.host = host;
     this.port = port;
+    this.headers = headers;
+  }
+
+  /** The same client sending {@code name: value} with every request as well (a tenant's key). */
+  public HttpWork withHeader(String name, String value) {
+    java.util.Map<String, String> more = new java.util.LinkedHashMap<>(headers);
+    more.put(name, value);
+    return new HttpWork(vertx, client, host, port, java.util.Map.copyOf(more));
   }
 
   public Future<Exchange> post(String path, Buffer body, boolean stream, long timeoutMs) {
@@ -40,6 +53,7 @@ public final class HttpWork {
     Promise<Exchange> result = Promise.promise();
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setHost(host).setPort(port).setURI(path)
         .putHeader("content-type", "application/json");
+    headers.forEach(options::putHeader);
     HttpClientRequest[] request = new HttpClientRequest[1];
     String[] rid = new String[1];
     int[] status = new int[1];

@@ -49,6 +49,8 @@ public final class Addresses {
    * split clusters merged): each side may have missed the other's prefix exchanges, so placement takes a snapshot.
    */
   public static final String PLACEMENT_PEER_JOINED = "narwhal.placement.peer-joined";
+  /** Cluster publish: a replica's use of the tenants' quotas ({@link UsageReport}), every second. */
+  public static final String TENANT_USAGE = "narwhal.tenants.usage";
   /** Fire-and-forget: a leg outcome for the breaker. */
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */

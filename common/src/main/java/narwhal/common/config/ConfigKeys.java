@@ -12,6 +12,8 @@ import java.util.Map;
 public final class ConfigKeys {
   /** The prefix of the keys of one {@code engines[]} entry. */
   public static final String ENGINE_ENTRY = "engines[].";
+  /** The prefix of the keys of one {@code tenants} entry. */
+  public static final String TENANT_ENTRY = "tenants.<name>.";
   private static final Map<String, Key<?, ?>> ALL = walk();
 
   private ConfigKeys() {
@@ -31,6 +33,7 @@ public final class ConfigKeys {
     Map<String, Key<?, ?>> keys = new LinkedHashMap<>();
     add(NarwhalConfig.FILE, "", keys);
     add(EngineConfig.SECTION, ENGINE_ENTRY, keys);
+    add(TenantConfig.SECTION, TENANT_ENTRY, keys);
     return Collections.unmodifiableMap(keys);
   }
 

@@ -227,7 +227,7 @@ public final class ConfigOverrides {
   /** Every declared key but those of one engine entry ({@code engines} is overridden whole). */
   private static Map<String, Key<?, ?>> catalogue() {
     Map<String, Key<?, ?>> keys = new LinkedHashMap<>(ConfigKeys.all());
-    keys.keySet().removeIf(k -> k.startsWith(ConfigKeys.ENGINE_ENTRY));
+    keys.keySet().removeIf(k -> k.startsWith(ConfigKeys.ENGINE_ENTRY) || k.startsWith(ConfigKeys.TENANT_ENTRY));
     return Collections.unmodifiableMap(keys);
   }
 

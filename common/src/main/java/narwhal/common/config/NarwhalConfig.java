@@ -31,7 +31,9 @@ public record NarwhalConfig(
     PlacementConfig placement,
     TelemetryConfig telemetry,
     LoggingConfig logging,
-    DiscoveryConfig discovery) {
+    DiscoveryConfig discovery,
+    FlowConfig flow,
+    TenantsConfig tenants) {
 
   public static final String SCHEMA = "narwhal.fleet";
   public static final int SCHEMA_VERSION = 1;
@@ -74,10 +76,15 @@ public record NarwhalConfig(
       LoggingConfig.SECTION, LoggingConfig::read);
   static final Key<NarwhalConfig, DiscoveryConfig> DISCOVERY = Key.section("discovery", NarwhalConfig::discovery,
       DiscoveryConfig.SECTION, DiscoveryConfig::read);
+  static final Key<NarwhalConfig, FlowConfig> FLOW = Key.section("flow", NarwhalConfig::flow, FlowConfig.SECTION,
+      FlowConfig::read);
+  /** Read by {@link TenantsConfig#read}: tenant name to an object of {@link TenantConfig#SECTION}. */
+  static final Key<NarwhalConfig, TenantsConfig> TENANTS = Key.custom("tenants", Key.Type.OBJECT,
+      NarwhalConfig::tenants, TenantsConfig::toJson);
   /** Every key of the fleet file, in the order {@link #toJson} writes them. */
   public static final Section<NarwhalConfig> FILE = new Section<>(SCHEMA_KEY, SCHEMA_VERSION_KEY, MODEL, ENGINES,
       ENGINE_CONTRACT, SERVER, SERVING, ENGINE, RECOVERY, CLUSTER, ADMIN, JOURNAL, METRICS, SIM, PLACEMENT, TELEMETRY,
-      LOGGING, DISCOVERY);
+      LOGGING, DISCOVERY, FLOW, TENANTS);
 
   public NarwhalConfig {
     Objects.requireNonNull(model, "model");
@@ -97,6 +104,8 @@ public record NarwhalConfig(
     Objects.requireNonNull(telemetry, "telemetry");
     Objects.requireNonNull(logging, "logging");
     Objects.requireNonNull(discovery, "discovery");
+    Objects.requireNonNull(flow, "flow");
+    Objects.requireNonNull(tenants, "tenants");
   }
 
   /** Parses the text of a fleet file; text that is not a JSON object is refused as malformed. */
@@ -111,7 +120,7 @@ public record NarwhalConfig(
   /** This configuration with {@code engines} in place of its own (the make-before-break of re-pointed engines). */
   public NarwhalConfig withEngines(List<EngineConfig> engines) {
     return new NarwhalConfig(model, engines, engineContract, server, serving, engine, recovery, cluster, admin, journal,
-        metrics, sim, placement, telemetry, logging, discovery);
+        metrics, sim, placement, telemetry, logging, discovery, flow, tenants);
   }
 
   public static NarwhalConfig fromJson(JsonObject json) {
@@ -132,7 +141,7 @@ public record NarwhalConfig(
     return new NarwhalConfig(model, engines, engineContract, server, servingConfig, engine,
         RecoveryConfig.read(r.section(RECOVERY.name(), RecoveryConfig.SECTION), engineContract != null),
         r.get(CLUSTER), r.get(ADMIN), r.get(JOURNAL), r.get(METRICS), r.get(SIM), r.get(PLACEMENT), r.get(TELEMETRY),
-        r.get(LOGGING), discovery);
+        r.get(LOGGING), discovery, r.get(FLOW), TenantsConfig.read(r));
   }
 
   /** The sections the admin command line reads (docs/operations.md#admin-commands). */

@@ -1,0 +1,161 @@
+package narwhal.router;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The order in which waiting items leave (docs/operations.md#sharing-a-fleet): the highest priority class first
+ * ({@code rank} 0), and within a class fairly across tenants by start-time fair queueing: each item is tagged with its
+ * tenant's virtual finish time, {@code max(class clock, tenant's last tag) + cost / weight}, and the smallest tag
+ * leaves first, so a tenant gets its weight's share of the class's cost (tokens) whatever it queued, and one that was
+ * idle starts at the class's clock instead of with a saved-up credit. Within a tenant, arrival order. Not thread-safe:
+ * its owner locks it.
+ *
+ * @param <T> what waits
+ */
+final class FairQueue<T> {
+  /** One waiting item. */
+  static final class Entry<T> {
+    final T item;
+    final Lane lane;
+    final double tag;
+
+    private Entry(T item, Lane lane, double tag) {
+      this.item = item;
+      this.lane = lane;
+      this.tag = tag;
+    }
+  }
+
+  /** One tenant's items of one class, in arrival order (their tags grow with it). */
+  private static final class Lane {
+    final String tenant;
+    final int rank;
+    final ArrayDeque<Entry<?>> waiting = new ArrayDeque<>();
+    double lastTag;
+
+    Lane(String tenant, int rank) {
+      this.tenant = tenant;
+      this.rank = rank;
+    }
+  }
+
+  private final int classes;
+  /** Per class: each tenant's lane, while it has items waiting or a tag ahead of the class's clock. */
+  private final List<Map<String, Lane>> lanes = new ArrayList<>();
+  /** Per class: the lanes with items waiting. */
+  private final List<List<Lane>> active = new ArrayList<>();
+  private final double[] clock;
+  private int size;
+
+  FairQueue(int classes) {
+    this.classes = classes;
+    this.clock = new double[classes];
+    for (int i = 0; i < classes; i++) {
+      active.add(new ArrayList<>());
+      lanes.add(new HashMap<>());
+    }
+  }
+
+  int size() {
+    return size;
+  }
+
+  boolean isEmpty() {
+    return size == 0;
+  }
+
+  /** Queues {@code item} of {@code tenant} in class {@code rank} (clamped to the classes), costing {@code cost / weight}. */
+  Entry<T> add(T item, int rank, String tenant, int weight, double cost) {
+    int r = Math.max(0, Math.min(classes - 1, rank));
+    Lane lane = lanes.get(r).computeIfAbsent(tenant, k -> new Lane(tenant, r));
+    double tag = Math.max(clock[r], lane.lastTag) + Math.max(1e-9, cost) / Math.max(1, weight);
+    lane.lastTag = tag;
+    Entry<T> e = new Entry<>(item, lane, tag);
+    if (lane.waiting.isEmpty()) active.get(r).add(lane);
+    lane.waiting.add(e);
+    size++;
+    return e;
+  }
+
+  /** The next item to leave, removed; null when none waits. */
+  @SuppressWarnings("unchecked")
+  Entry<T> poll() {
+    for (int r = 0; r < classes; r++) {
+      List<Lane> candidates = active.get(r);
+      if (candidates.isEmpty()) continue;
+      Lane best = null;
+      for (Lane lane : candidates) {
+        if (best == null || lane.waiting.peekFirst().tag < best.waiting.peekFirst().tag) best = lane;
+      }
+      Entry<T> e = (Entry<T>) best.waiting.pollFirst();
+      clock[r] = Math.max(clock[r], e.tag);
+      if (best.waiting.isEmpty()) forget(best);
+      size--;
+      return e;
+    }
+    return null;
+  }
+
+  /** Removes {@code e} if it still waits; returns whether it did. */
+  boolean remove(Entry<T> e) {
+    Lane lane = e.lane;
+    if (!lane.waiting.remove(e)) return false;
+    if (lane.waiting.isEmpty()) forget(lane);
+    size--;
+    return true;
+  }
+
+  /**
+   * The newest item of the tenant with the most items waiting, removed, when that tenant has more waiting than
+   * {@code tenant} would with one more (longest-queue drop: a full queue sheds the flood first); null otherwise.
+   */
+  @SuppressWarnings("unchecked")
+  Entry<T> shedFor(String tenant) {
+    Lane longest = null;
+    Map<String, Integer> byTenant = sizesByTenant();
+    int mine = byTenant.getOrDefault(tenant, 0);
+    String flood = null;
+    int most = mine + 1;
+    for (Map.Entry<String, Integer> t : byTenant.entrySet()) {
+      if (t.getValue() > most) {
+        most = t.getValue();
+        flood = t.getKey();
+      }
+    }
+    if (flood == null) return null;
+    // its newest item of its lowest class
+    for (int r = classes - 1; r >= 0 && longest == null; r--) {
+      for (Lane lane : active.get(r)) {
+        if (lane.tenant.equals(flood)) longest = lane;
+      }
+    }
+    Entry<T> e = (Entry<T>) longest.waiting.pollLast();
+    if (longest.waiting.isEmpty()) forget(longest);
+    size--;
+    return e;
+  }
+
+  /** Items waiting per class, highest first. */
+  int[] sizesByClass() {
+    int[] sizes = new int[classes];
+    for (int r = 0; r < classes; r++) for (Lane lane : active.get(r)) sizes[r] += lane.waiting.size();
+    return sizes;
+  }
+
+  /** Items waiting per tenant. */
+  Map<String, Integer> sizesByTenant() {
+    Map<String, Integer> sizes = new HashMap<>();
+    for (List<Lane> lanesOfClass : active) for (Lane lane : lanesOfClass) sizes.merge(lane.tenant, lane.waiting.size(), Integer::sum);
+    return sizes;
+  }
+
+  /** An emptied lane leaves the active list; its tag is kept while the class clock is behind it. */
+  private void forget(Lane lane) {
+    active.get(lane.rank).remove(lane);
+    if (lane.lastTag <= clock[lane.rank]) lanes.get(lane.rank).remove(lane.tenant);
+  }
+}
