@@ -6,6 +6,7 @@ import narwhal.bench.report.Verdict;
 import narwhal.bench.scenario.ChaosScenario;
 import narwhal.bench.scenario.BatchCostScenario;
 import narwhal.bench.scenario.EngineChurnScenario;
+import narwhal.bench.scenario.TenantsScenario;
 import narwhal.bench.scenario.ConcurrencyScenario;
 import narwhal.bench.scenario.FuzzEdgeScenario;
 import narwhal.bench.scenario.OverheadScenario;
@@ -43,6 +44,7 @@ public final class Bench {
     register(new ChaosScenario());
     register(new BatchCostScenario());
     register(new EngineChurnScenario());
+    register(new TenantsScenario());
   }
 
   private Bench() {

@@ -66,6 +66,12 @@ public final class LatencyHistogram {
     return Math.max(min, Math.min(max, histogram.getValueAtPercentile(q)));
   }
 
+  /** How many recorded values are at most {@code nanos}. */
+  public long countAtMost(long nanos) {
+    if (count() == 0 || nanos < min) return 0;
+    return histogram.getCountBetweenValues(0, Math.min(nanos, histogram.getHighestTrackableValue()));
+  }
+
   /** Percentile in milliseconds. */
   public double percentileMs(double q) {
     return percentile(q) / 1e6;
