@@ -497,7 +497,10 @@ final class AdminCli implements Callable<Integer> {
     s.append("queue: ").append(flow.getInteger("running", 0)).append(" attempts running, ")
         .append(flow.getInteger("waiting", 0)).append(" waiting ").append(flow.getJsonObject("waiting_by_class", new JsonObject()).encode())
         .append('\n');
-    JsonObject tenants = flow.getJsonObject("tenants", new JsonObject());
+    JsonObject quotas = flow.getJsonObject("quotas", new JsonObject());
+    JsonObject tenants = quotas.getJsonObject("tenants", new JsonObject());
+    s.append("quotas: counted with ").append(quotas.getValue("replicas_heard", 1)).append(" of ")
+        .append(quotas.getValue("members", 1)).append(" replicas heard\n");
     JsonObject waiting = flow.getJsonObject("waiting_by_tenant", new JsonObject());
     if (tenants.isEmpty() && waiting.isEmpty()) return s.toString();
     String format = "%-20s %-16s %-18s %-16s %s%n";

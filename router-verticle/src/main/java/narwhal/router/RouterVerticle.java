@@ -178,7 +178,7 @@ public final class RouterVerticle extends VerticleBase {
    */
   private void quotaExchange() {
     TenantQuotas quotas = admission.quotas();
-    narwhal.common.bus.FlowStatus.publish(vertx, () -> admission.queueJson().put("tenants", quotas.toJson()));
+    narwhal.common.bus.FlowStatus.publish(vertx, () -> admission.queueJson().put("quotas", quotas.toJson()));
     vertx.eventBus().<Object>consumer(Addresses.TENANT_USAGE, msg -> {
       narwhal.common.bus.ClusterSeal seal = narwhal.common.bus.ClusterSeal.of(vertx);
       narwhal.common.bus.UsageReport report = narwhal.common.bus.UsageReport.fromJson(seal.open(Addresses.TENANT_USAGE, msg.body()));
@@ -187,7 +187,7 @@ public final class RouterVerticle extends VerticleBase {
     vertx.setPeriodic(TenantQuotas.SETTLE_MS, t -> {
       narwhal.common.bus.ClusterView view = narwhal.common.bus.ClusterView.of(vertx);
       int members = Math.max(view.membersSeen(), view.membersExpected());
-      narwhal.common.bus.UsageReport mine = quotas.settle(self(), members);
+      narwhal.common.bus.UsageReport mine = quotas.settle(self(), members, config.get().tenants().all());
       if (!mine.tenants().isEmpty() && vertx.isClustered()) {
         vertx.eventBus().publish(Addresses.TENANT_USAGE, narwhal.common.bus.ClusterSeal.of(vertx).seal(Addresses.TENANT_USAGE, mine.toJson()));
       }

@@ -13,9 +13,9 @@ import java.util.function.LongSupplier;
  * Each tenant's quotas ({@code tenants.<name>.requests_per_minute}, {@code tokens_per_minute}, {@code max_concurrent}),
  * counted across the cluster's replicas without the request path ever waiting on the cluster. Each replica counts its
  * own use in one-second buckets over the last minute and, every {@link #settle}, hears the others' ({@link UsageReport}
- * on the cluster bus): what is left of a quota, counting another replica's unspent lease as spent until it reports
- * again, is then leased out, each replica taking a share in proportion to the tenant's demand on it, and a replica
- * admits until its lease is spent. A replica that hears from fewer replicas than the
+ * on the cluster bus): what is left of a quota is then leased out, each replica taking a share in proportion to the
+ * tenant's demand on it, never more than the other replicas' unspent leases (as they last reported them) leave, and a
+ * replica admits until its lease is spent. A replica that hears from fewer replicas than the
  * cluster holds (its guard open, a partition) leases as if the silent ones asked as much as itself: each enforces its
  * share. Thread-safe: each tenant's figures under that tenant's lock. Time comes from {@code clockMs}.
  */
@@ -127,7 +127,19 @@ final class TenantQuotas {
    * {@code members}: the replicas the cluster holds, this one included.
    */
   UsageReport settle(String self, int members) {
+    return settle(self, members, java.util.List.of());
+  }
+
+  /** As above; {@code configured}: the tenants of the fleet file, each with a quota counted (and reported) from now on. */
+  UsageReport settle(String self, int members, java.util.Collection<TenantConfig> configured) {
     this.members = Math.max(1, members);
+    for (TenantConfig t : configured) {
+      if (!t.hasQuota()) continue;
+      Usage u = usageOf(t);
+      synchronized (u) {
+        u.tenant = t;
+      }
+    }
     long now = clockMs.getAsLong();
     heard.values().removeIf(r -> now - r.heardAtMs() > REPORT_TTL_MS || r.heardAtMs() > now + REPORT_TTL_MS);
     Map<String, UsageReport.Tenant> mine = new HashMap<>();
@@ -174,8 +186,11 @@ final class TenantQuotas {
     double share = ownDemand / (ownDemand + otherDemand);
     u.remoteRequests = remoteRequests;
     u.remoteTokens = remoteTokens;
-    u.requestLease = Math.max(0, t.requestsPerMinute() - u.sum(u.requests) - remoteRequests - leasedRequests) * share;
-    u.tokenLease = Math.max(0, t.tokensPerMinute() - u.sum(u.tokens) - remoteTokens - leasedTokens) * share;
+    // a share of what is left, and never more than what the others' unspent leases leave
+    long requestsLeft = Math.max(0, t.requestsPerMinute() - u.sum(u.requests) - remoteRequests);
+    long tokensLeft = Math.max(0, t.tokensPerMinute() - u.sum(u.tokens) - remoteTokens);
+    u.requestLease = Math.min(requestsLeft * share, Math.max(0, requestsLeft - leasedRequests));
+    u.tokenLease = Math.min(tokensLeft * share, Math.max(0, tokensLeft - leasedTokens));
     u.concurrentLease = u.concurrent + Math.max(0, t.maxConcurrent() - u.concurrent - remoteConcurrent) * share;
     u.requestsSinceSettle = 0;
     u.tokensSinceSettle = 0;
@@ -201,6 +216,9 @@ final class TenantQuotas {
   /** Each tenant's figures on this replica and heard from the others, for {@code /narwhal/state}. */
   JsonObject toJson() {
     JsonObject json = new JsonObject();
+    long nowMs = clockMs.getAsLong();
+    long fresh = heard.values().stream().filter(r -> nowMs - r.heardAtMs() <= REPORT_TTL_MS).count();
+    JsonObject out = new JsonObject().put("replicas_heard", 1 + fresh).put("members", members).put("tenants", json);
     long now = clockMs.getAsLong();
     usage.forEach((name, u) -> {
       synchronized (u) {
@@ -210,7 +228,7 @@ final class TenantQuotas {
             .put("requests_last_minute_here", u.sum(u.requests)).put("tokens_last_minute_here", u.sum(u.tokens)));
       }
     });
-    return json;
+    return out;
   }
 
   /** One tenant's counts on this replica: a minute of one-second buckets, and its leases since the last settle. */
