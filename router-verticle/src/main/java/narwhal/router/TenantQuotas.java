@@ -15,9 +15,9 @@ import java.util.function.LongSupplier;
  * own use in one-second buckets over the last minute and, every {@link #settle}, hears the others' ({@link UsageReport}
  * on the cluster bus): what is left of a quota is then leased out, each replica taking a share in proportion to the
  * tenant's demand on it, never more than the other replicas' unspent leases (as they last reported them) leave, and a
- * replica admits until its lease is spent. A replica that hears from fewer replicas than the
- * cluster holds (its guard open, a partition) leases as if the silent ones asked as much as itself: each enforces its
- * share. Thread-safe: each tenant's figures under that tenant's lock. Time comes from {@code clockMs}.
+ * replica admits until its lease is spent. A replica that hears from fewer replicas than the cluster holds, or than it
+ * heard within the last minute (its guard open, a partition), leases as if the silent ones asked as much as itself:
+ * each enforces its share. Thread-safe: each tenant's figures under that tenant's lock. Time comes from {@code clockMs}.
  */
 final class TenantQuotas {
   static final int WINDOW_S = 60;
@@ -48,6 +48,8 @@ final class TenantQuotas {
   private final Map<String, UsageReport> heard = new ConcurrentHashMap<>();
   /** How many replicas the cluster holds (this one included), as the cluster view says; 1 alone. */
   private volatile int members = 1;
+  /** When each replica was last heard: one heard within the quota's minute still counts as a member (a partition). */
+  private final Map<String, Long> lastHeard = new ConcurrentHashMap<>();
 
   TenantQuotas(LongSupplier clockMs) {
     this.clockMs = clockMs;
@@ -119,7 +121,9 @@ final class TenantQuotas {
   void heard(UsageReport report) {
     if (report == null) return;
     if (heard.size() >= UsageReport.MAX_REPLICAS && !heard.containsKey(report.origin())) return;
-    heard.put(report.origin(), report.withHeardAt(clockMs.getAsLong()));
+    long now = clockMs.getAsLong();
+    heard.put(report.origin(), report.withHeardAt(now));
+    if (lastHeard.size() < UsageReport.MAX_REPLICAS || lastHeard.containsKey(report.origin())) lastHeard.put(report.origin(), now);
   }
 
   /**
@@ -132,7 +136,10 @@ final class TenantQuotas {
 
   /** As above; {@code configured}: the tenants of the fleet file, each with a quota counted (and reported) from now on. */
   UsageReport settle(String self, int members, java.util.Collection<TenantConfig> configured) {
-    this.members = Math.max(1, members);
+    long at = clockMs.getAsLong();
+    lastHeard.values().removeIf(t -> at - t > WINDOW_S * 1000L || t > at + REPORT_TTL_MS);
+    // a replica cut off (a partition, the guard open) sees fewer members: those heard within the minute still count
+    this.members = Math.max(Math.max(1, members), 1 + lastHeard.size());
     for (TenantConfig t : configured) {
       if (!t.hasQuota()) continue;
       Usage u = usageOf(t);

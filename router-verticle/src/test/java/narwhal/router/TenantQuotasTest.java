@@ -112,4 +112,23 @@ class TenantQuotasTest {
     for (int k = 0; k < 300; k++) if (alone.admit(t).admitted()) admitted++;
     assertEquals(100, admitted, "a third of the quota while the other two are silent");
   }
+
+  @Test
+  void aReplicaCutOffFromTheOthersItHeardThisMinuteEnforcesItsShare() {
+    TenantQuotas cut = new TenantQuotas(now::get);
+    TenantConfig t = tenant(300, 0, 0);
+    cut.settle("r0", 3);
+    cut.heard(new UsageReport("r1", now.get(), java.util.Map.of(), 0));
+    cut.heard(new UsageReport("r2", now.get(), java.util.Map.of(), 0));
+    now.addAndGet(10_000);
+    // partitioned: the cluster view counts this replica alone, and nobody's report arrives any more
+    cut.settle("r0", 1);
+    int admitted = 0;
+    for (int k = 0; k < 300; k++) if (cut.admit(t).admitted()) admitted++;
+    assertEquals(100, admitted, "the two replicas heard within the minute still count: a third of the quota");
+    now.addAndGet(61_000);
+    cut.settle("r0", 1);
+    for (int k = 0; k < 300; k++) if (cut.admit(t).admitted()) admitted++;
+    assertTrue(admitted > 250, "a minute later it is alone: the whole quota, " + admitted);
+  }
 }
