@@ -18,7 +18,8 @@ import java.util.function.UnaryOperator;
  * Who is asking (docs/operations.md#sharing-a-fleet): each tenant's client keys ({@code tenants.<name>.api_key_*}),
  * read as {@code server.api_key_*} are, looked up by their SHA-256 so a request's key finds its tenant in one step
  * whatever the number of keys. A request whose key names no tenant (a {@code server.api_key_*} key, or no key on an
- * open router) is the tenant {@code flow.tenant_header} names, if that is a configured tenant, else {@code default}.
+ * open router) is the tenant {@code flow.tenant_header} names, if that is a configured tenant without keys, else
+ * {@code default}.
  */
 final class Tenants {
   static final Tenants NONE = new Tenants(TenantsConfig.none(), Map.of(), "");
@@ -67,10 +68,15 @@ final class Tenants {
     return key == null || byKey.isEmpty() ? null : byKey.get(digest(key));
   }
 
-  /** The tenant of a request: {@code keyTenant} when its key named one, else the header's tenant, else the fallback. */
+  /**
+   * The tenant of a request: {@code keyTenant} when its key named one, else the header's tenant when that tenant has no
+   * keys of its own (a keyed tenant is claimed by its key only: a header cannot borrow its class or spend its quota),
+   * else the fallback.
+   */
   TenantConfig of(String keyTenant, String headerValue) {
     if (keyTenant != null) return config.get(keyTenant);
-    if (headerValue != null && config.byName().containsKey(headerValue)) return config.get(headerValue);
+    TenantConfig named = headerValue == null ? null : config.byName().get(headerValue);
+    if (named != null && !named.apiKey().configured()) return named;
     return config.get(TenantsConfig.FALLBACK);
   }
 

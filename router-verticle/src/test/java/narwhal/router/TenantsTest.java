@@ -140,4 +140,18 @@ class TenantsTest {
     assertEquals("tenants.b.api_key_env", e.key());
     assertTrue(e.getMessage().contains("tenant a"), e.getMessage());
   }
+
+  @Test
+  void theTenantHeaderNamesOnlyTenantsWithoutKeysOfTheirOwn() {
+    NarwhalConfig cfg = NarwhalConfig.fromJson(new JsonObject().put("model", "m")
+        .put("engines", new io.vertx.core.json.JsonArray().add(new JsonObject().put("iid", "e0").put("url", "http://127.0.0.1:9")))
+        .put("flow", new JsonObject().put("tenant_header", "x-team"))
+        .put("tenants", new JsonObject().put("vip", new JsonObject().put("api_key_env", "KV").put("class", "high"))
+            .put("lab", new JsonObject().put("class", "low"))));
+    Tenants tenants = Access.resolve(cfg, name -> "KV".equals(name) ? "sk-vip" : null).tenants();
+    assertEquals("vip", tenants.of(tenants.ofKey("sk-vip"), "lab").name(), "the key wins over the header");
+    assertEquals("lab", tenants.of(null, "lab").name());
+    assertEquals("default", tenants.of(null, "vip").name(), "a keyed tenant is not claimed by a header");
+    assertEquals("default", tenants.of(null, "nobody").name());
+  }
 }
