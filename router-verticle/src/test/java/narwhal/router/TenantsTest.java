@@ -154,4 +154,26 @@ class TenantsTest {
     assertEquals("default", tenants.of(null, "vip").name(), "a keyed tenant is not claimed by a header");
     assertEquals("default", tenants.of(null, "nobody").name());
   }
+
+  @Test
+  void aReloadAppliesTenantsKeysAndQuotasToTheNextRequests() throws Exception {
+    try (RouterHarness r = RouterHarness.start(List.of("P0:prefill", "D0:decode"),
+        fleet -> fleet.put("tenants", new JsonObject().put("a", new JsonObject().put("api_key_env", "T_A"))),
+        (iid, options) -> { }, Map.of("T_A", "sk-a", "T_B", "sk-b"))) {
+      assertEquals(401, r.post("/v1/completions", completion(2).toBuffer(), key("sk-b")).status(), "b is no tenant yet");
+      JsonObject json = r.config.toJson();
+      json.getJsonObject("tenants").put("b", new JsonObject().put("api_key_env", "T_B").put("requests_per_minute", 1));
+      r.config = NarwhalConfig.fromJson(json);
+      r.vertx.eventBus().publish(narwhal.common.bus.Addresses.CONFIG_CHANGED, r.config.toJson());
+      RouterHarness.Reply first = null;
+      for (int i = 0; i < 200 && (first == null || first.status() == 401); i++) {
+        first = r.post("/v1/completions", completion(2).toBuffer(), key("sk-b"));
+      }
+      assertEquals(200, first.status(), "b's key works after the reload: " + first.body());
+      assertEquals("1", first.headers().get("x-ratelimit-limit-requests"));
+      assertEquals(429, r.post("/v1/completions", completion(2).toBuffer(), key("sk-b")).status(), "its quota applies");
+      assertEquals(200, r.post("/v1/completions", completion(2).toBuffer(), key("sk-a")).status());
+      assertEquals("a", r.journalRow(r.post("/v1/completions", completion(2).toBuffer(), key("sk-a")).requestId()).getString("tenant"));
+    }
+  }
 }
