@@ -42,6 +42,8 @@ final class Admission {
   private final FairQueue<LegTurn> legQueue = new FairQueue<>(narwhal.common.config.TenantConfig.CLASSES.size());
   /** Guarded by {@link #legQueue}. */
   private int legsRunning;
+  /** Guarded by {@link #legQueue}: per request (its lane), its attempts waiting or running, so a batch is one request. */
+  private final java.util.IdentityHashMap<Lane, Integer> holdsTurns = new java.util.IdentityHashMap<>();
   /** Told how long each granted turn waited, by its lane ({@code narwhal_flow_wait_seconds}). */
   private volatile java.util.function.BiConsumer<Lane, Long> waits = (lane, nanos) -> { };
   private final TenantQuotas quotas;
@@ -151,15 +153,21 @@ final class Admission {
    * before any engine counted it: a quarter of its body's bytes (about its prompt's tokens) plus the tokens it asks for
    * ({@code max_tokens}, {@code max_completion_tokens}, {@code max_output_tokens}; 16 when it names none).
    */
-  record Lane(narwhal.common.config.TenantConfig tenant, double cost) {
+  record Lane(narwhal.common.config.TenantConfig tenant, double cost, long promptTokens) {
     static final Lane DEFAULT = new Lane(narwhal.common.config.TenantConfig.fallback(narwhal.common.config.TenantsConfig.FALLBACK), 1);
 
+    Lane(narwhal.common.config.TenantConfig tenant, double cost) {
+      this(tenant, cost, 0);
+    }
+
+    /** {@code promptTokens}: a quarter of one prompt's share of the body's bytes, what a leg the client left is charged. */
     static Lane of(narwhal.common.config.TenantConfig tenant, long bodyBytes, int prompts, io.vertx.core.json.JsonObject body) {
       long asked = 16;
       for (String field : List.of("max_tokens", "max_completion_tokens", "max_output_tokens")) {
         if (body.getValue(field) instanceof Number n && n.longValue() > 0) asked = Math.min(n.longValue(), 10_000_000L);
       }
-      return new Lane(tenant, 1 + bodyBytes / 4.0 / Math.max(1, prompts) + asked);
+      long prompt = Math.max(0, bodyBytes) / 4 / Math.max(1, prompts);
+      return new Lane(tenant, 1 + prompt + asked, prompt);
     }
   }
 
@@ -210,15 +218,17 @@ final class Admission {
     LegTurn shed = null;
     boolean refused = false;
     synchronized (legQueue) {
-      if (legQueue.size() >= maxQueued && legsRunning >= limit) {
+      // the bound is on requests waiting: a prompt of a batch that already holds a turn waits behind its own
+      if (legQueue.size() >= maxQueued && legsRunning >= limit && !holdsTurns.containsKey(lane)) {
         FairQueue.Entry<LegTurn> dropped = legQueue.shedFor(lane.tenant().name());
         if (dropped == null) {
           refused = true;
         } else {
           shed = dropped.item;
-          shed.state = LegTurn.DONE;
+          done(shed);
         }
       }
+      if (!refused) holdsTurns.merge(lane, 1, Integer::sum);
       if (refused) {
         turn.state = LegTurn.DONE;
         go = grantTurns(limit);
@@ -272,13 +282,19 @@ final class Admission {
         legsRunning--;
         go = grantTurns(limit);
       }
-      turn.state = LegTurn.DONE;
+      if (turn.state != LegTurn.DONE) done(turn);
     }
     if (wasWaiting) turn.context.runOnContext(v -> {
       if (turn.timer >= 0) turn.context.owner().cancelTimer(turn.timer);
       turn.granted.tryFail(why);
     });
     go.forEach(this::grant);
+  }
+
+  /** Under the lock: {@code turn} holds no turn any more (released, timed out, shed). */
+  private void done(LegTurn turn) {
+    turn.state = LegTurn.DONE;
+    holdsTurns.computeIfPresent(turn.lane, (l, n) -> n > 1 ? n - 1 : null);
   }
 
   /** Under the lock: the waiting turns that now run, in the fair queue's order. */

@@ -21,11 +21,14 @@ final class FairQueue<T> {
   static final class Entry<T> {
     final T item;
     final Lane lane;
-    final double tag;
+    /** What it added to its lane's tags: its cost over its tenant's weight. */
+    final double increment;
+    double tag;
 
-    private Entry(T item, Lane lane, double tag) {
+    private Entry(T item, Lane lane, double increment, double tag) {
       this.item = item;
       this.lane = lane;
+      this.increment = increment;
       this.tag = tag;
     }
   }
@@ -72,9 +75,10 @@ final class FairQueue<T> {
   Entry<T> add(T item, int rank, String tenant, int weight, double cost) {
     int r = Math.max(0, Math.min(classes - 1, rank));
     Lane lane = lanes.get(r).computeIfAbsent(tenant, k -> new Lane(tenant, r));
-    double tag = Math.max(clock[r], lane.lastTag) + Math.max(1e-9, cost) / Math.max(1, weight);
+    double increment = Math.max(1e-9, cost) / Math.max(1, weight);
+    double tag = Math.max(clock[r], lane.lastTag) + increment;
     lane.lastTag = tag;
-    Entry<T> e = new Entry<>(item, lane, tag);
+    Entry<T> e = new Entry<>(item, lane, increment, tag);
     if (lane.waiting.isEmpty()) active.get(r).add(lane);
     lane.waiting.add(e);
     size++;
@@ -100,10 +104,25 @@ final class FairQueue<T> {
     return null;
   }
 
-  /** Removes {@code e} if it still waits; returns whether it did. */
+  /**
+   * Removes {@code e} if it still waits (its client left, its wait timed out); returns whether it did. It used no turn,
+   * so its tenant is not charged for it: the items queued after it in its lane move up by its cost.
+   */
   boolean remove(Entry<T> e) {
     Lane lane = e.lane;
-    if (!lane.waiting.remove(e)) return false;
+    boolean after = false;
+    boolean found = false;
+    for (Entry<?> other : lane.waiting) {
+      if (other == e) {
+        found = true;
+        after = true;
+      } else if (after) {
+        other.tag -= e.increment;
+      }
+    }
+    if (!found) return false;
+    lane.waiting.remove(e);
+    lane.lastTag -= e.increment;
     if (lane.waiting.isEmpty()) forget(lane);
     size--;
     return true;
@@ -134,6 +153,7 @@ final class FairQueue<T> {
       }
     }
     Entry<T> e = (Entry<T>) longest.waiting.pollLast();
+    longest.lastTag -= e.increment;
     if (longest.waiting.isEmpty()) forget(longest);
     size--;
     return e;

@@ -750,7 +750,8 @@ final class RequestLifecycle implements Admission.Cuttable {
     if (terminal != RequestOutcome.COMPLETED) leftToLease(current);
     for (Reservation r : List.copyOf(held)) release(r);
     releaseTurn(current);
-    long tokens = tokens(usage);
+    // a leg the client left (or that failed) has no usage: its prompt was read and its output generated all the same
+    long tokens = usage != null ? tokens(usage) : dispatched ? request.lane().promptTokens() + (client.outputLength() + 3) / 4 : 0;
     ctx.admission().quotas().used(request.lane().tenant(), tokens);
     ctx.metrics().tenantTokens(request.lane().tenant(), tokens);
     if (ttftNanos >= 0) ctx.metrics().ttft(ttftNanos);

@@ -1,11 +1,14 @@
 package narwhal.router;
 
 import io.vertx.core.json.JsonObject;
+import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.UsageReport;
 import narwhal.common.config.TenantConfig;
 
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
 
@@ -13,17 +16,20 @@ import java.util.function.LongSupplier;
  * Each tenant's quotas ({@code tenants.<name>.requests_per_minute}, {@code tokens_per_minute}, {@code max_concurrent}),
  * counted across the cluster's replicas without the request path ever waiting on the cluster. Each replica counts its
  * own use in one-second buckets over the last minute and, every {@link #settle}, hears the others' ({@link UsageReport}
- * on the cluster bus): what is left of a quota is then leased out, each replica taking a share in proportion to the
- * tenant's demand on it, never more than the other replicas' unspent leases (as they last reported them) leave, and a
- * replica admits until its lease is spent. A replica that hears from fewer replicas than the cluster holds, or than it
- * heard within the last minute (its guard open, a partition), leases as if the silent ones asked as much as itself:
- * each enforces its share. Thread-safe: each tenant's figures under that tenant's lock. Time comes from {@code clockMs}.
+ * on the cluster bus). What is left of a quota is then leased out: each replica takes a share in proportion to the
+ * tenant's demand on it, never more than the other replicas' unspent leases (as they last reported them) leave, and
+ * admits until its lease is spent; a request refused while some of the quota is left cluster-wide is told to retry
+ * after a second, when its replica's lease follows the demand (a burst on one replica of an idle cluster gets its
+ * replica's share at once, the rest a second later). A replica heard within the minute but
+ * not lately (frozen, cut off), or one the cluster view counts but this replica never heard, is counted as using at
+ * least its share of each quota, and its last reported use stays counted for the minute: a partitioned replica enforces
+ * its share. Thread-safe: each tenant's figures under that tenant's lock. Time comes from {@code clockMs}.
  */
 final class TenantQuotas {
   static final int WINDOW_S = 60;
   /** How often the quotas are leased again and the replicas' reports exchanged. */
   static final long SETTLE_MS = 1_000;
-  /** A replica's report older than this no longer counts (it stopped, froze or was cut off). */
+  /** A replica's report older than this is no longer fresh: the replica counts as silent (stopped, frozen, cut off). */
   static final long REPORT_TTL_MS = 3_000;
   /** The demand a replica that asked for nothing is counted with, so it still gets a lease when its first request comes. */
   private static final double IDLE_DEMAND = 0.5;
@@ -44,12 +50,10 @@ final class TenantQuotas {
 
   private final LongSupplier clockMs;
   private final Map<String, Usage> usage = new ConcurrentHashMap<>();
-  /** The other replicas' last reports, by replica id. */
+  /** The other replicas' last reports (with when they were heard), kept for the quota's minute. */
   private final Map<String, UsageReport> heard = new ConcurrentHashMap<>();
   /** How many replicas the cluster holds (this one included), as the cluster view says; 1 alone. */
   private volatile int members = 1;
-  /** When each replica was last heard: one heard within the quota's minute still counts as a member (a partition). */
-  private final Map<String, Long> lastHeard = new ConcurrentHashMap<>();
 
   TenantQuotas(LongSupplier clockMs) {
     this.clockMs = clockMs;
@@ -64,16 +68,16 @@ final class TenantQuotas {
       long now = clockMs.getAsLong();
       u.roll(now);
       u.demand++;
-      if (tenant.requestsPerMinute() > 0 && u.requestsSinceSettle + 1 > u.requestLease) {
-        return new Verdict("requests_per_minute", u.retryAfterS(u.requests, now));
+      if (tenant.requestsPerMinute() > 0 && u.requestsSinceSettle + 1 > u.requests.lease) {
+        return new Verdict("requests_per_minute", u.requests.retryAfterS(u, now));
       }
-      if (tenant.tokensPerMinute() > 0 && u.tokensSinceSettle >= u.tokenLease) {
-        return new Verdict("tokens_per_minute", u.retryAfterS(u.tokens, now));
+      if (tenant.tokensPerMinute() > 0 && u.tokensSinceSettle >= u.tokens.lease) {
+        return new Verdict("tokens_per_minute", u.tokens.retryAfterS(u, now));
       }
       if (tenant.maxConcurrent() > 0 && u.concurrent + 1 > u.concurrentLease) {
         return new Verdict("max_concurrent", 1);
       }
-      u.requests[u.slot(now)]++;
+      u.requests.counts[u.slot(now)]++;
       u.requestsSinceSettle++;
       u.concurrent++;
       return Verdict.ADMITTED;
@@ -90,14 +94,18 @@ final class TenantQuotas {
     }
   }
 
-  /** {@code tokens} (prompt and completion, from the engine's usage) of a request of {@code tenant}. */
+  /**
+   * {@code tokens} (prompt and completion) of a request of {@code tenant}; a tenant no longer counted (a reload removed
+   * it while the request ran) is not counted again.
+   */
   void used(TenantConfig tenant, long tokens) {
     if (tenant.tokensPerMinute() <= 0 || tokens <= 0) return;
-    Usage u = usageOf(tenant);
+    Usage u = usage.get(tenant.name());
+    if (u == null) return;
     synchronized (u) {
       long now = clockMs.getAsLong();
       u.roll(now);
-      u.tokens[u.slot(now)] += tokens;
+      u.tokens.counts[u.slot(now)] += tokens;
       u.tokensSinceSettle += tokens;
     }
   }
@@ -109,21 +117,24 @@ final class TenantQuotas {
     synchronized (u) {
       long now = clockMs.getAsLong();
       u.roll(now);
-      long requests = u.sum(u.requests) + u.remoteRequests;
-      long tokens = u.sum(u.tokens) + u.remoteTokens;
-      return new Headroom(tenant.requestsPerMinute(), Math.max(0, tenant.requestsPerMinute() - requests),
-          u.resetS(u.requests, now), tenant.tokensPerMinute(), Math.max(0, tenant.tokensPerMinute() - tokens),
-          u.resetS(u.tokens, now));
+      return new Headroom(tenant.requestsPerMinute(), Math.max(0, tenant.requestsPerMinute() - u.requests.total()),
+          u.requests.resetS(now), tenant.tokensPerMinute(), Math.max(0, tenant.tokensPerMinute() - u.tokens.total()),
+          u.tokens.resetS(now));
     }
   }
 
-  /** The other replicas' report {@code report} (already verified), from replica {@code origin}. */
+  /**
+   * Another replica's report (already verified). Refused: a report from too far ahead of or behind this replica's clock
+   * ({@link ClockBound#MAX_SKEW_MS}), one not newer than the last heard from its replica (a replay), or a 65th replica.
+   */
   void heard(UsageReport report) {
     if (report == null) return;
-    if (heard.size() >= UsageReport.MAX_REPLICAS && !heard.containsKey(report.origin())) return;
     long now = clockMs.getAsLong();
+    if (Math.abs(report.atMs() - now) > ClockBound.MAX_SKEW_MS) return;
+    UsageReport last = heard.get(report.origin());
+    if (last != null && report.atMs() <= last.atMs()) return;
+    if (last == null && heard.size() >= UsageReport.MAX_REPLICAS) return;
     heard.put(report.origin(), report.withHeardAt(now));
-    if (lastHeard.size() < UsageReport.MAX_REPLICAS || lastHeard.containsKey(report.origin())) lastHeard.put(report.origin(), now);
   }
 
   /**
@@ -131,129 +142,219 @@ final class TenantQuotas {
    * {@code members}: the replicas the cluster holds, this one included.
    */
   UsageReport settle(String self, int members) {
-    return settle(self, members, java.util.List.of());
+    return settle(self, members, null);
   }
 
-  /** As above; {@code configured}: the tenants of the fleet file, each with a quota counted (and reported) from now on. */
-  UsageReport settle(String self, int members, java.util.Collection<TenantConfig> configured) {
-    long at = clockMs.getAsLong();
-    lastHeard.values().removeIf(t -> at - t > WINDOW_S * 1000L || t > at + REPORT_TTL_MS);
-    // a replica cut off (a partition, the guard open) sees fewer members: those heard within the minute still count
-    this.members = Math.max(Math.max(1, members), 1 + lastHeard.size());
-    for (TenantConfig t : configured) {
-      if (!t.hasQuota()) continue;
-      Usage u = usageOf(t);
-      synchronized (u) {
-        u.tenant = t;
-      }
-    }
+  /**
+   * As above; {@code configured} (null: not known): the fleet file's tenants; each with a quota is counted (and reported,
+   * at most {@value UsageReport#MAX_TENANTS}) from now on, the figures of any other are dropped.
+   */
+  UsageReport settle(String self, int members, Collection<TenantConfig> configured) {
     long now = clockMs.getAsLong();
-    heard.values().removeIf(r -> now - r.heardAtMs() > REPORT_TTL_MS || r.heardAtMs() > now + REPORT_TTL_MS);
+    heard.values().removeIf(r -> now - r.heardAtMs() > WINDOW_S * 1000L);
+    // the cluster view counts the replicas it sees; one heard within the minute but cut off since still counts
+    this.members = Math.max(Math.max(1, members), 1 + heard.size());
+    if (configured != null) {
+      Set<String> names = new java.util.HashSet<>();
+      for (TenantConfig t : configured) {
+        if (!t.hasQuota()) continue;
+        names.add(t.name());
+        Usage u = usageOf(t);
+        synchronized (u) {
+          u.tenant = t;
+        }
+      }
+      usage.keySet().retainAll(names);
+    }
     Map<String, UsageReport.Tenant> mine = new HashMap<>();
     for (Usage u : usage.values()) {
       synchronized (u) {
         u.roll(now);
         long demand = u.demand;
-        lease(u);
-        mine.put(u.tenant.name(), new UsageReport.Tenant(u.sum(u.requests), u.sum(u.tokens), u.concurrent, demand,
-            (long) Math.ceil(u.requestLease), (long) Math.ceil(u.tokenLease)));
+        lease(u, now);
+        if (mine.size() < UsageReport.MAX_TENANTS) {
+          mine.put(u.tenant.name(), new UsageReport.Tenant(u.requests.own(), u.tokens.own(), u.concurrent, demand,
+              (long) Math.ceil(u.requests.lease), (long) Math.ceil(u.tokens.lease), u.requests.freeInS(now), u.tokens.freeInS(now)));
+        }
       }
     }
     return new UsageReport(self, now, mine, 0);
   }
 
-  /** Under {@code u}'s lock: what is left of each quota, after every replica's use, and this replica's share of it. */
-  private void lease(Usage u) {
+  /** Under {@code u}'s lock: what every other replica uses, what is left of each quota, and this replica's lease. */
+  private void lease(Usage u, long now) {
     TenantConfig t = u.tenant;
-    long remoteRequests = 0;
-    long remoteTokens = 0;
+    int n = members;
+    Quota requests = u.requests;
+    Quota tokens = u.tokens;
+    requests.beginLease();
+    tokens.beginLease();
     long remoteConcurrent = 0;
-    long leasedRequests = 0;
-    long leasedTokens = 0;
     double otherDemand = 0;
-    int reporting = 1;
     for (UsageReport r : heard.values()) {
       UsageReport.Tenant theirs = r.tenants().get(t.name());
-      reporting++;
+      boolean fresh = now - r.heardAtMs() <= REPORT_TTL_MS;
+      long ageS = Math.max(0, (now - r.heardAtMs()) / 1000);
+      if (!fresh) {
+        // silent since: its last use stays counted, and it may have used up to its share meanwhile
+        requests.remote(theirs == null ? 0 : theirs.requests(), 0, t.requestsPerMinute() / (double) n, -1);
+        tokens.remote(theirs == null ? 0 : theirs.tokens(), 0, t.tokensPerMinute() / (double) n, -1);
+        remoteConcurrent += Math.max(theirs == null ? 0 : theirs.concurrent(), (long) Math.ceil(t.maxConcurrent() / (double) n));
+        continue;
+      }
       if (theirs == null) {
         otherDemand += IDLE_DEMAND;
         continue;
       }
-      remoteRequests += theirs.requests();
-      remoteTokens += theirs.tokens();
-      // what it may have used since its report: its lease until its next one
-      leasedRequests += theirs.leasedRequests();
-      leasedTokens += theirs.leasedTokens();
+      requests.remote(theirs.requests(), theirs.leasedRequests(), 0, theirs.requestsFreeInS() - ageS);
+      tokens.remote(theirs.tokens(), theirs.leasedTokens(), 0, theirs.tokensFreeInS() - ageS);
       remoteConcurrent += theirs.concurrent();
       otherDemand += theirs.demand() + IDLE_DEMAND;
     }
+    // replicas the cluster holds that this one never heard: each may use its share
+    int unheard = Math.max(0, n - 1 - heard.size());
+    if (unheard > 0) {
+      requests.remote(0, 0, unheard * t.requestsPerMinute() / (double) n, -1);
+      tokens.remote(0, 0, unheard * t.tokensPerMinute() / (double) n, -1);
+      remoteConcurrent += unheard * (long) Math.ceil(t.maxConcurrent() / (double) n);
+    }
+    // the silent and unheard replicas' shares are claimed above: the rest is shared by demand among those heard
     double ownDemand = u.demand + IDLE_DEMAND;
-    // the replicas the cluster holds but this one did not hear: counted as asking as much as this one
-    otherDemand += Math.max(0, members - reporting) * ownDemand;
     double share = ownDemand / (ownDemand + otherDemand);
-    u.remoteRequests = remoteRequests;
-    u.remoteTokens = remoteTokens;
-    // a share of what is left, and never more than what the others' unspent leases leave
-    long requestsLeft = Math.max(0, t.requestsPerMinute() - u.sum(u.requests) - remoteRequests);
-    long tokensLeft = Math.max(0, t.tokensPerMinute() - u.sum(u.tokens) - remoteTokens);
-    u.requestLease = Math.min(requestsLeft * share, Math.max(0, requestsLeft - leasedRequests));
-    u.tokenLease = Math.min(tokensLeft * share, Math.max(0, tokensLeft - leasedTokens));
-    u.concurrentLease = u.concurrent + Math.max(0, t.maxConcurrent() - u.concurrent - remoteConcurrent) * share;
+    requests.endLease(t.requestsPerMinute(), share);
+    tokens.endLease(t.tokensPerMinute(), share);
+    long concurrentLeft = Math.max(0, t.maxConcurrent() - remoteConcurrent);
+    // a reload that lowered the maximum below what runs: nothing more until fewer run
+    u.concurrentLease = Math.min(concurrentLeft, u.concurrent + Math.max(0, concurrentLeft - u.concurrent) * share);
     u.requestsSinceSettle = 0;
     u.tokensSinceSettle = 0;
     u.demand = 0;
   }
 
   private Usage usageOf(TenantConfig tenant) {
-    return usage.computeIfAbsent(tenant.name(), n -> {
+    return usage.computeIfAbsent(tenant.name(), name -> {
       Usage u = new Usage(tenant);
       synchronized (u) {
-        u.roll(clockMs.getAsLong());
-        lease(u);
+        long now = clockMs.getAsLong();
+        u.roll(now);
+        lease(u, now);
       }
       return u;
     });
   }
 
   /** Drops the figures of tenants no longer configured (a reload removed them). */
-  void retain(java.util.Set<String> tenants) {
+  void retain(Set<String> tenants) {
     usage.keySet().retainAll(tenants);
   }
 
-  /** Each tenant's figures on this replica and heard from the others, for {@code /narwhal/state}. */
+  /** How many replicas' reports count, how many replicas the quotas are shared with, and each tenant's figures. */
   JsonObject toJson() {
-    JsonObject json = new JsonObject();
-    long nowMs = clockMs.getAsLong();
-    long fresh = heard.values().stream().filter(r -> nowMs - r.heardAtMs() <= REPORT_TTL_MS).count();
-    JsonObject out = new JsonObject().put("replicas_heard", 1 + fresh).put("members", members).put("tenants", json);
+    JsonObject tenants = new JsonObject();
     long now = clockMs.getAsLong();
+    long fresh = heard.values().stream().filter(r -> now - r.heardAtMs() <= REPORT_TTL_MS).count();
     usage.forEach((name, u) -> {
       synchronized (u) {
         u.roll(now);
-        json.put(name, new JsonObject().put("requests_last_minute", u.sum(u.requests) + u.remoteRequests)
-            .put("tokens_last_minute", u.sum(u.tokens) + u.remoteTokens).put("concurrent_here", u.concurrent)
-            .put("requests_last_minute_here", u.sum(u.requests)).put("tokens_last_minute_here", u.sum(u.tokens)));
+        tenants.put(name, new JsonObject().put("requests_last_minute", u.requests.total())
+            .put("tokens_last_minute", u.tokens.total()).put("concurrent_here", u.concurrent)
+            .put("requests_last_minute_here", u.requests.own()).put("tokens_last_minute_here", u.tokens.own()));
       }
     });
-    return out;
+    return new JsonObject().put("replicas_heard", 1 + fresh).put("members", members).put("tenants", tenants);
   }
 
-  /** One tenant's counts on this replica: a minute of one-second buckets, and its leases since the last settle. */
+  /**
+   * One per-minute quota of one tenant on this replica: its own use in one-second buckets, the others' use and unspent
+   * leases as last heard, and this replica's lease.
+   */
+  private static final class Quota {
+    final long[] counts = new long[WINDOW_S];
+    /** The second each bucket counts (epoch seconds), shared with the tenant's other quota. */
+    final long[] second;
+    long remoteUsed;
+    long remoteLeased;
+    double remoteClaimed;
+    /** Seconds until the earliest use another replica reported leaves the minute; -1 when none. */
+    long remoteFreeInS;
+    double lease;
+    /** What is left of the quota after every replica's use, at the last settle. */
+    double left;
+
+    Quota(long[] second) {
+      this.second = second;
+    }
+
+    void beginLease() {
+      remoteUsed = 0;
+      remoteLeased = 0;
+      remoteClaimed = 0;
+      remoteFreeInS = -1;
+    }
+
+    /** Another replica's {@code used}, its unspent {@code leased}, what it may use unheard ({@code claimed}). */
+    void remote(long used, long leased, double claimed, long freeInS) {
+      remoteUsed += used;
+      remoteLeased += leased;
+      remoteClaimed += Math.max(0, claimed - used);
+      if (used > 0 && freeInS >= 0) remoteFreeInS = remoteFreeInS < 0 ? freeInS : Math.min(remoteFreeInS, freeInS);
+    }
+
+    /** A share of what is left, never more than the others' unspent leases leave. */
+    void endLease(long limit, double share) {
+      left = Math.max(0, limit - own() - remoteUsed - remoteClaimed);
+      lease = Math.min(left * share, Math.max(0, left - remoteLeased));
+    }
+
+    long own() {
+      long total = 0;
+      for (long c : counts) total += c;
+      return total;
+    }
+
+    /** The cluster's use over the minute as last known: this replica's now and the others' as reported. */
+    long total() {
+      return own() + remoteUsed;
+    }
+
+    /**
+     * Seconds until some of the quota frees: 1 while some is left cluster-wide (this replica's lease comes back at the
+     * next settle), else until the earliest use this replica or another counted leaves the minute.
+     */
+    long retryAfterS(Usage u, long nowMs) {
+      if (left - (u.requests == this ? u.requestsSinceSettle : u.tokensSinceSettle) >= 1) return 1;
+      long mine = freeInS(nowMs);
+      long earliest = mine < 0 ? remoteFreeInS : remoteFreeInS < 0 ? mine : Math.min(mine, remoteFreeInS);
+      return earliest < 0 ? WINDOW_S : Math.max(1, earliest);
+    }
+
+    /** Seconds until this replica's oldest use leaves the minute; -1 when it counts none. */
+    long freeInS(long nowMs) {
+      long oldest = Long.MAX_VALUE;
+      for (int i = 0; i < WINDOW_S; i++) if (counts[i] > 0) oldest = Math.min(oldest, second[i]);
+      return oldest == Long.MAX_VALUE ? -1 : Math.max(1, oldest + WINDOW_S - nowMs / 1000);
+    }
+
+    /** Seconds until every use this replica counts now has left the minute (the quota whole again); 0 when none. */
+    long resetS(long nowMs) {
+      long newest = Long.MIN_VALUE;
+      for (int i = 0; i < WINDOW_S; i++) if (counts[i] > 0) newest = Math.max(newest, second[i]);
+      return newest == Long.MIN_VALUE ? 0 : Math.max(1, newest + WINDOW_S - nowMs / 1000);
+    }
+  }
+
+  /** One tenant's counts on this replica and its leases since the last settle. */
   private static final class Usage {
     TenantConfig tenant;
-    final long[] requests = new long[WINDOW_S];
-    final long[] tokens = new long[WINDOW_S];
     /** The second each bucket counts (epoch seconds). */
     final long[] second = new long[WINDOW_S];
+    final Quota requests = new Quota(second);
+    final Quota tokens = new Quota(second);
     int concurrent;
     long demand;
     long requestsSinceSettle;
     long tokensSinceSettle;
-    double requestLease;
-    double tokenLease;
     double concurrentLease;
-    long remoteRequests;
-    long remoteTokens;
 
     Usage(TenantConfig tenant) {
       this.tenant = tenant;
@@ -269,31 +370,11 @@ final class TenantQuotas {
       for (int i = 0; i < WINDOW_S; i++) {
         long expected = s - Math.floorMod(s - i, (long) WINDOW_S);
         if (second[i] != expected) {
-          requests[i] = 0;
-          tokens[i] = 0;
+          requests.counts[i] = 0;
+          tokens.counts[i] = 0;
           second[i] = expected;
         }
       }
-    }
-
-    long sum(long[] counts) {
-      long total = 0;
-      for (long c : counts) total += c;
-      return total;
-    }
-
-    /** Seconds until the oldest second with use leaves the window, freeing some of the quota (at least 1). */
-    long retryAfterS(long[] counts, long nowMs) {
-      long oldest = Long.MAX_VALUE;
-      for (int i = 0; i < WINDOW_S; i++) if (counts[i] > 0) oldest = Math.min(oldest, second[i]);
-      return oldest == Long.MAX_VALUE ? 1 : Math.max(1, oldest + WINDOW_S - nowMs / 1000);
-    }
-
-    /** Seconds until every use counted now has left the window (the quota whole again); 0 when none is counted. */
-    long resetS(long[] counts, long nowMs) {
-      long newest = Long.MIN_VALUE;
-      for (int i = 0; i < WINDOW_S; i++) if (counts[i] > 0) newest = Math.max(newest, second[i]);
-      return newest == Long.MIN_VALUE ? 0 : Math.max(1, newest + WINDOW_S - nowMs / 1000);
     }
   }
 }

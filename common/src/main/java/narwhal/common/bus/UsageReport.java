@@ -10,7 +10,7 @@ import java.util.Map;
  * leases what is left of a cluster-wide quota: per tenant, the requests and tokens it counted in the last minute, the
  * requests it runs now, how many it was asked since its last report and what it may still admit before the next. JSON
  * {@code {"origin", "at_ms", "tenants": {name: {"requests", "tokens", "concurrent", "demand", "leased_requests",
- * "leased_tokens"}}}}. What a peer controls is bounded: at most
+ * "leased_tokens", "requests_free_in_s", "tokens_free_in_s"}}}}. What a peer controls is bounded: at most
  * {@value #MAX_TENANTS} tenants, counts from 0 to {@value #MAX_COUNT}, an origin of at most 128 characters.
  * {@code heardAtMs} is the receiver's clock when it arrived (not sent).
  */
@@ -21,9 +21,11 @@ public record UsageReport(String origin, long atMs, Map<String, Tenant> tenants,
 
   /**
    * One tenant's figures on the reporting replica; {@code leasedRequests} and {@code leasedTokens}: what it may still
-   * admit before its next report (so a receiver counts them as spent until it hears again).
+   * admit before its next report (so a receiver counts them as spent until it hears again); {@code requestsFreeInS} and
+   * {@code tokensFreeInS}: seconds until its oldest counted use leaves the minute (-1: none), for the others' Retry-After.
    */
-  public record Tenant(long requests, long tokens, long concurrent, long demand, long leasedRequests, long leasedTokens) {
+  public record Tenant(long requests, long tokens, long concurrent, long demand, long leasedRequests, long leasedTokens,
+                       long requestsFreeInS, long tokensFreeInS) {
   }
 
   public UsageReport {
@@ -38,7 +40,8 @@ public record UsageReport(String origin, long atMs, Map<String, Tenant> tenants,
     JsonObject all = new JsonObject();
     tenants.forEach((name, t) -> all.put(name, new JsonObject().put("requests", t.requests()).put("tokens", t.tokens())
         .put("concurrent", t.concurrent()).put("demand", t.demand()).put("leased_requests", t.leasedRequests())
-        .put("leased_tokens", t.leasedTokens())));
+        .put("leased_tokens", t.leasedTokens()).put("requests_free_in_s", t.requestsFreeInS())
+        .put("tokens_free_in_s", t.tokensFreeInS())));
     return new JsonObject().put("origin", origin).put("at_ms", atMs).put("tenants", all);
   }
 
@@ -53,10 +56,18 @@ public record UsageReport(String origin, long atMs, Map<String, Tenant> tenants,
           && count(t, "tokens") >= 0 && count(t, "concurrent") >= 0 && count(t, "demand") >= 0
           && count(t, "leased_requests") >= 0 && count(t, "leased_tokens") >= 0) {
         tenants.put(e.getKey(), new Tenant(count(t, "requests"), count(t, "tokens"), count(t, "concurrent"), count(t, "demand"),
-            count(t, "leased_requests"), count(t, "leased_tokens")));
+            count(t, "leased_requests"), count(t, "leased_tokens"), freeIn(t, "requests_free_in_s"), freeIn(t, "tokens_free_in_s")));
       }
     });
     return new UsageReport(origin, at.longValue(), tenants, 0);
+  }
+
+  /** Seconds from -1 (none) to 60; -1 for anything else. */
+  private static long freeIn(JsonObject t, String field) {
+    Object v = t.getValue(field);
+    if (!(v instanceof Integer || v instanceof Long)) return -1;
+    long n = ((Number) v).longValue();
+    return n >= -1 && n <= 60 ? n : -1;
   }
 
   /** A whole count within bounds, else -1. */
