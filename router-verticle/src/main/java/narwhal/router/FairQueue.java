@@ -93,7 +93,14 @@ final class FairQueue<T> {
       if (candidates.isEmpty()) continue;
       Lane best = null;
       for (Lane lane : candidates) {
-        if (best == null || lane.waiting.peekFirst().tag < best.waiting.peekFirst().tag) best = lane;
+        if (best == null) {
+          best = lane;
+          continue;
+        }
+        double tag = lane.waiting.peekFirst().tag;
+        double bestTag = best.waiting.peekFirst().tag;
+        // on equal tags the tenant with less waiting goes first: a newcomer is not behind a backlog's head
+        if (tag < bestTag || tag == bestTag && lane.waiting.size() < best.waiting.size()) best = lane;
       }
       Entry<T> e = (Entry<T>) best.waiting.pollFirst();
       clock[r] = Math.max(clock[r], e.tag);
