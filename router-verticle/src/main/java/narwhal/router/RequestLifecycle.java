@@ -169,6 +169,7 @@ final class RequestLifecycle implements Admission.Cuttable {
   }
 
   void start() {
+    trace.tenant(request.lane().tenant().name(), request.lane().tenant().priorityClass());
     request.response().closeHandler(v -> cancelled());
     startPart();
   }

@@ -99,6 +99,8 @@ class TracingTest {
     assertEquals(RouterHarness.MODEL, request.attribute("gen_ai.request.model"));
     assertEquals(5L, request.attribute("gen_ai.request.max_tokens"));
     assertEquals(rid, request.attribute("narwhal.rid"));
+    assertEquals("default", request.attribute("narwhal.tenant"), "no tenants: the request is the tenant default");
+    assertEquals("normal", request.attribute("narwhal.class"));
     assertEquals(200L, request.attribute("http.response.status_code"));
     assertEquals("completed", request.attribute("narwhal.terminal"));
     assertEquals(1L, request.attribute("narwhal.attempts"));

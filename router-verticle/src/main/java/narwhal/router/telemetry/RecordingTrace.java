@@ -50,6 +50,8 @@ final class RecordingTrace extends RequestTrace {
   static final AttributeKey<String> RID = AttributeKey.stringKey("narwhal.rid");
   static final AttributeKey<String> CLIENT_RID = AttributeKey.stringKey("narwhal.client_rid");
   static final AttributeKey<Boolean> STREAM = AttributeKey.booleanKey("narwhal.stream");
+  static final AttributeKey<String> TENANT = AttributeKey.stringKey("narwhal.tenant");
+  static final AttributeKey<String> PRIORITY_CLASS = AttributeKey.stringKey("narwhal.class");
   static final AttributeKey<String> TERMINAL = AttributeKey.stringKey("narwhal.terminal");
   static final AttributeKey<String> REASON = AttributeKey.stringKey("narwhal.reason");
   static final AttributeKey<Long> ATTEMPTS = AttributeKey.longKey("narwhal.attempts");
@@ -107,6 +109,13 @@ final class RecordingTrace extends RequestTrace {
   @Override
   public String traceId() {
     return request.getSpanContext().getTraceId();
+  }
+
+  @Override
+  public void tenant(String name, String priorityClass) {
+    if (ended) return;
+    request.setAttribute(TENANT, name);
+    request.setAttribute(PRIORITY_CLASS, priorityClass);
   }
 
   @Override

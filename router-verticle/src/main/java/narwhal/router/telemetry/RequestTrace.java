@@ -40,6 +40,10 @@ public abstract class RequestTrace {
     return null;
   }
 
+  /** The tenant the request counts as, and its priority class. */
+  public void tenant(String name, String priorityClass) {
+  }
+
   /** Attempt {@code number} starts (a previous one has ended). */
   public void attempt(int number) {
   }
