@@ -12,6 +12,7 @@ import narwhal.bench.load.RunStats;
 import narwhal.bench.process.ClusterReplicas;
 import narwhal.bench.process.RouterProcess;
 import narwhal.bench.process.SimBench;
+import narwhal.bench.process.SimProcess;
 import narwhal.bench.report.BenchReport;
 import narwhal.bench.report.Fmt;
 import narwhal.bench.report.Progress;
@@ -66,11 +67,13 @@ public final class TenantsScenario implements Scenario {
     long targetMs = smoke ? 2_000 : 1_000;
     BenchReport report = env.report();
     Progress progress = env.progress();
-    SimBench fleet = env.own(SimBench.start(List.of(SimBench.engine("P0", "prefill").setTtftBaseMs(ttftMs),
-        decode("D0", seqs, itlMs), decode("D1", seqs, itlMs))));
+    // the engines in their own JVM: beside the load generator's 200 streams they ran 3x slower than their profile
+    SimProcess fleet = env.own(SimProcess.start(env, name(), List.of(SimBench.engine("P0", "prefill").setTtftBaseMs(ttftMs),
+        decode("D0", seqs, itlMs), decode("D1", seqs, itlMs)), "1g"));
     LoadGenerator load = env.own(new LoadGenerator());
-    report.layout("bench process: load generator (Vert.x) + simulated P0 (prefill, " + ttftMs + " ms) and D0 D1 (decode, "
-            + itlMs + " ms a token, max_num_seqs " + seqs + ": the fleet runs C = " + capacity + " sequences at once)")
+    report.layout("bench process: load generator (Vert.x); engine process (own JVM): simulated P0 (prefill, " + ttftMs
+            + " ms) and D0 D1 (decode, " + itlMs + " ms a token, max_num_seqs " + seqs + ": the fleet runs C = " + capacity
+            + " sequences at once)")
         .layout("router: one replica, its own JVM (-Xmx1g): first dispatching everything (no tenants, serving.max_legs_in_flight "
             + "at its default), then with flow control (tenants steady and flood of class normal, vip of class high; "
             + "max_legs_in_flight = C)")
@@ -103,6 +106,16 @@ public final class TenantsScenario implements Scenario {
       HttpWork via = new HttpWork(load.vertx(), load.client(10 * capacity), "127.0.0.1", router.port());
       controlled = phases(load, via.withHeader("authorization", "Bearer sk-steady"), via.withHeader("authorization", "Bearer sk-flood"),
           via.withHeader("authorization", "Bearer sk-vip"), steadyRate, capacity, tokens, warmS, measureS, targetMs, progress, "flow control");
+      String metrics = via.getBlocking("/metrics", 10_000).body().toString();
+      ResultTable waits = new ResultTable("the router's queue over the flow-control phases (narwhal_flow_wait_seconds: attempts that waited)",
+          "class", "attempts that waited", "mean wait ms", "longest of the last window ms");
+      for (String c : List.of("high", "normal")) {
+        double count = series(metrics, "narwhal_flow_wait_seconds_count{class=\"" + c + "\"}");
+        double sum = series(metrics, "narwhal_flow_wait_seconds_sum{class=\"" + c + "\"}");
+        double max = series(metrics, "narwhal_flow_wait_seconds_max{class=\"" + c + "\"}");
+        waits.row(c, (long) count, count == 0 ? "—" : Fmt.num(sum * 1000 / count, 1), Fmt.num(max * 1000, 1));
+      }
+      report.table(waits);
     }
 
     ResultTable table = new ResultTable("TTFT of the tenants (client-measured, ms), " + (int) measureS + " s a phase",
@@ -198,7 +211,7 @@ public final class TenantsScenario implements Scenario {
    * for two minutes (smoke: 10 s), then the tokens the replicas admitted ({@code narwhal_tenant_tokens_total}) against
    * the quota for that time (the minute slides: two minutes admit about two quotas).
    */
-  private static void quota(BenchEnv env, SimBench fleet, LoadGenerator load, Path keys, int tokens, boolean smoke,
+  private static void quota(BenchEnv env, SimProcess fleet, LoadGenerator load, Path keys, int tokens, boolean smoke,
                             BenchReport report, Progress progress) throws Exception {
     double runS = smoke ? 10 : 120;
     long perMinute = smoke ? 2_000 : 60_000;
