@@ -45,6 +45,8 @@ class TenantQuotaClusterAttackTest {
       NarwhalNode c = h.addReplica();
       h.awaitTrue("every replica sees three members", 30_000, () -> ClusterHarness.all(List.of(a, b, c),
           n -> Future.succeededFuture(ClusterView.of(n.vertx()).membersSeen() == 3)));
+      h.awaitTrue("each replica leases with the three replicas' reports", 30_000, () -> ClusterHarness.all(List.of(a, b, c),
+          n -> Future.succeededFuture(heard(n) == 3)));
       HttpClientAgent http = a.vertx().createHttpClient();
       // A counts a quota of its own, so it publishes its report every second; B hears A's next one: A's quotas have
       // been leased since with the three members in view
@@ -63,7 +65,7 @@ class TenantQuotaClusterAttackTest {
       // a burst beyond this replica's share is told to come back in a second (the quota is not spent cluster-wide),
       // by when the replica's lease follows the demand
       for (String r : refused) assertEquals("429 Retry-After 1", r, "refused while the quota is left: " + refused);
-      for (int second = 0; second < 3 && admitted < 30; second++) {
+      for (int second = 0; second < 6 && admitted < 30; second++) {
         awaitSettled(a, b);
         for (int i = admitted; i < 30; i++) {
           if ((int) status(a, http, "team")[0] == 200) admitted++;
@@ -107,6 +109,12 @@ class TenantQuotaClusterAttackTest {
       }
       assertTrue(answers.contains(200), "one request at a time against max_concurrent 2, on an idle cluster: " + answers);
     }
+  }
+
+  /** How many replicas' reports a replica's quotas count ({@code /narwhal/state} flow.quotas.replicas_heard). */
+  private static int heard(NarwhalNode node) {
+    JsonObject flow = narwhal.common.bus.FlowStatus.of(node.vertx());
+    return flow == null ? 0 : flow.getJsonObject("quotas").getInteger("replicas_heard");
   }
 
   /** Waits until {@code observer} hears a quota report {@code replica} published: {@code replica} has settled since. */

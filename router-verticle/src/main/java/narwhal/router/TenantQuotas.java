@@ -318,11 +318,13 @@ final class TenantQuotas {
     }
 
     /**
-     * Seconds until some of the quota frees: 1 while some is left cluster-wide (this replica's lease comes back at the
-     * next settle), else until the earliest use this replica or another counted leaves the minute.
+     * Seconds until some of the quota frees: 1 while some is left cluster-wide, counting what is only claimed for replicas
+     * not heard lately (this replica's lease comes back at the next settle), else until the earliest use this replica or
+     * another counted leaves the minute.
      */
     long retryAfterS(Usage u, long nowMs) {
-      if (left - (u.requests == this ? u.requestsSinceSettle : u.tokensSinceSettle) >= 1) return 1;
+      // left after what the others used, or only claimed for them (unheard, silent): more may free within a second
+      if (left + remoteClaimed - (u.requests == this ? u.requestsSinceSettle : u.tokensSinceSettle) >= 1) return 1;
       long mine = freeInS(nowMs);
       long earliest = mine < 0 ? remoteFreeInS : remoteFreeInS < 0 ? mine : Math.min(mine, remoteFreeInS);
       return earliest < 0 ? WINDOW_S : Math.max(1, earliest);
