@@ -56,6 +56,8 @@ public final class PlacementVerticle extends VerticleBase {
    * and a request before that finds no one.
    */
   private static final long PEER_SETTLE_MS = 2_000;
+  /** How often a snapshot after a peer joined is asked again when no peer answered yet. */
+  private static final int PEER_SNAPSHOT_TRIES = 4;
   private static final String FLEET_HOLD = "FLEET_HOLD: the fleet is held for a whole-wave restart";
 
   private final PlacementTable table;
@@ -117,6 +119,18 @@ public final class PlacementVerticle extends VerticleBase {
     this.sharedData = sharedData;
   }
 
+  /**
+   * A peer joined (or the split clusters merged): its index is asked for {@link #PEER_SETTLE_MS} later, and again while
+   * no peer answers — after a merge the peers' bus registrations reach this replica some seconds after the membership
+   * does (seen under load: the one ask found only this replica's own handler).
+   */
+  private void snapshotAfterJoin(int tries) {
+    vertx.setTimer(PEER_SETTLE_MS, t -> prefixes.snapshot("peer_joined").onComplete(v -> {
+      JsonObject last = prefixes.view();
+      if (tries > 1 && last != null && "no_peer".equals(last.getString("outcome"))) snapshotAfterJoin(tries - 1);
+    }));
+  }
+
   @Override
   public Future<?> start() {
     prefixes = new PrefixExchange(vertx, table, replica);
@@ -124,8 +138,7 @@ public final class PlacementVerticle extends VerticleBase {
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RESERVE, this::reserve),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_RELEASE, msg -> table.release(msg.body().getString("id"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_STATE, msg -> msg.reply(snapshot())),
-        vertx.eventBus().localConsumer(Addresses.PLACEMENT_PEER_JOINED,
-            msg -> vertx.setTimer(PEER_SETTLE_MS, t -> prefixes.snapshot("peer_joined"))),
+        vertx.eventBus().localConsumer(Addresses.PLACEMENT_PEER_JOINED, msg -> snapshotAfterJoin(PEER_SNAPSHOT_TRIES)),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_UNLIST,
             msg -> table.unlist(msg.body().getString("iid"), msg.body().getString("model"))),
         vertx.eventBus().localConsumer(Addresses.PLACEMENT_MODELS, msg -> msg.reply(new JsonObject()
