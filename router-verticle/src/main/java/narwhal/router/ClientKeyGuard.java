@@ -37,7 +37,7 @@ final class ClientKeyGuard implements Handler<RoutingContext> {
     String authorization = rc.request().getHeader("authorization");
     Access now = access.get();
     Tenants tenants = now.tenants();
-    String key = bearer(authorization);
+    String key = narwhal.common.auth.BearerKeys.token(authorization);
     String keyTenant = tenants.ofKey(key);
     boolean admitted = keyTenant != null || (now.clients().isOpen() ? !tenants.keyed() : now.clients().matches(key));
     if (admitted) {
@@ -55,13 +55,5 @@ final class ClientKeyGuard implements Handler<RoutingContext> {
   static TenantConfig tenant(RoutingContext rc) {
     TenantConfig t = rc.get(TENANT);
     return t != null ? t : TenantConfig.fallback(narwhal.common.config.TenantsConfig.FALLBACK);
-  }
-
-  /** The key of {@code Bearer <key>} (scheme case-insensitive), or null. */
-  private static String bearer(String authorization) {
-    if (authorization == null || authorization.length() < 7 || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      return null;
-    }
-    return authorization.substring(7).strip();
   }
 }

@@ -69,10 +69,10 @@ final class TenantQuotas {
       u.roll(now);
       u.demand++;
       if (tenant.requestsPerMinute() > 0 && u.requestsSinceSettle + 1 > u.requests.lease) {
-        return new Verdict("requests_per_minute", u.requests.retryAfterS(u, now));
+        return new Verdict("requests_per_minute", u.requests.retryAfterS(u.requestsSinceSettle, now));
       }
       if (tenant.tokensPerMinute() > 0 && u.tokensSinceSettle >= u.tokens.lease) {
-        return new Verdict("tokens_per_minute", u.tokens.retryAfterS(u, now));
+        return new Verdict("tokens_per_minute", u.tokens.retryAfterS(u.tokensSinceSettle, now));
       }
       if (tenant.maxConcurrent() > 0 && u.concurrent + 1 > u.concurrentLease) {
         return new Verdict("max_concurrent", 1);
@@ -322,9 +322,9 @@ final class TenantQuotas {
      * not heard lately (this replica's lease comes back at the next settle), else until the earliest use this replica or
      * another counted leaves the minute.
      */
-    long retryAfterS(Usage u, long nowMs) {
+    long retryAfterS(long sinceSettle, long nowMs) {
       // left after what the others used, or only claimed for them (unheard, silent): more may free within a second
-      if (left + remoteClaimed - (u.requests == this ? u.requestsSinceSettle : u.tokensSinceSettle) >= 1) return 1;
+      if (left + remoteClaimed - sinceSettle >= 1) return 1;
       long mine = freeInS(nowMs);
       long earliest = mine < 0 ? remoteFreeInS : remoteFreeInS < 0 ? mine : Math.min(mine, remoteFreeInS);
       return earliest < 0 ? WINDOW_S : Math.max(1, earliest);

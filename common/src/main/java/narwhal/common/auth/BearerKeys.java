@@ -67,10 +67,16 @@ public final class BearerKeys {
   /** True when open, or when {@code authorization} is {@code Bearer <one of the keys>} (scheme case-insensitive). */
   public boolean admits(String authorization) {
     if (isOpen()) return true;
+    String key = token(authorization);
+    return key != null && matches(key);
+  }
+
+  /** The key of {@code Bearer <key>} (scheme case-insensitive, blanks around the key dropped), or null. */
+  public static String token(String authorization) {
     if (authorization == null || authorization.length() < 7 || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      return false;
+      return null;
     }
-    return matches(authorization.substring(7).strip());
+    return authorization.substring(7).strip();
   }
 
   /** True when {@code given} is one of the keys; never true when open (there is nothing to match). */
