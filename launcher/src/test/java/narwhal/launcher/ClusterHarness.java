@@ -177,6 +177,20 @@ final class ClusterHarness implements AutoCloseable {
     throw new AssertionError("admin " + command + " failed: " + reply);
   }
 
+  /** A client's answer: status, headers, body. */
+  record Answer(int status, io.vertx.core.MultiMap headers, String body) {
+  }
+
+  /**
+   * Sends a request as a client would, from the harness's own Vert.x context: a client of one replica's Vert.x driven
+   * from another's context (or a plain thread) can miss its response.
+   */
+  Future<Answer> send(RequestOptions options, io.vertx.core.buffer.Buffer body) {
+    return Future.future(p -> context.runOnContext(v -> http.request(options).compose(req -> req.send(body))
+        .compose(resp -> resp.body().map(b -> new Answer(resp.statusCode(), resp.headers(), b.toString())))
+        .onComplete(p)));
+  }
+
   /** POSTs a completion to a replica's router; the status. */
   int complete(NarwhalNode node) {
     JsonObject body = new JsonObject().put("model", MODEL).put("prompt", "The narwhal is").put("max_tokens", 4);

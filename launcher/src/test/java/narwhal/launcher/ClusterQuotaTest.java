@@ -1,7 +1,6 @@
 package narwhal.launcher;
 
 import io.vertx.core.Future;
-import io.vertx.core.http.HttpClientAgent;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.JsonObject;
@@ -37,7 +36,6 @@ class ClusterQuotaTest {
       List<NarwhalNode> nodes = List.of(h.addReplica(), h.addReplica(), h.addReplica());
       h.awaitTrue("each replica counts the quota with the three replicas' reports", 30_000, () -> ClusterHarness.all(nodes,
           n -> Future.succeededFuture(heard(n) == 3)));
-      HttpClientAgent http = nodes.get(0).vertx().createHttpClient();
       int admitted = 0;
       int refused = 0;
       List<String> retryAfters = new ArrayList<>();
@@ -45,7 +43,7 @@ class ClusterQuotaTest {
       for (int round = 0; round < 3; round++) {
         for (int i = 0; i < PER_MINUTE; i++) {
           NarwhalNode node = nodes.get(i % nodes.size());
-          String[] answer = ClusterHarness.await(post(node, http));
+          String[] answer = ClusterHarness.await(post(h, node));
           if ("200".equals(answer[0])) admitted++;
           else {
             assertEquals("429", answer[0], answer[2]);
@@ -74,12 +72,11 @@ class ClusterQuotaTest {
   }
 
   /** A completion with the tenant's key: status, Retry-After, body. */
-  private static Future<String[]> post(NarwhalNode node, HttpClientAgent http) {
+  private static Future<String[]> post(ClusterHarness h, NarwhalNode node) {
     JsonObject body = new JsonObject().put("model", ClusterHarness.MODEL).put("prompt", "whose quota").put("max_tokens", 2);
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setHost("127.0.0.1").setPort(node.port())
         .setURI("/v1/completions").putHeader("content-type", "application/json").putHeader("authorization", "Bearer sk-metered");
-    return Future.future(p -> node.vertx().runOnContext(v -> http.request(options).compose(req -> req.send(body.toBuffer()))
-        .compose(resp -> resp.body().map(b -> new String[] {String.valueOf(resp.statusCode()), resp.getHeader("retry-after"), b.toString()}))
-        .onComplete(p)));
+    return h.send(options, body.toBuffer())
+        .map(a -> new String[] {String.valueOf(a.status()), a.headers().get("retry-after"), a.body()});
   }
 }
