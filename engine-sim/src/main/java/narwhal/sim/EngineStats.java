@@ -28,6 +28,13 @@ final class EngineStats {
   final AtomicLong inProgress = new AtomicLong();
   /** The most {@link #inProgress} has been since the engine started. */
   final AtomicLong peakInProgress = new AtomicLong();
+  /** The most {@link #waiting} has been since the engine started. */
+  final AtomicLong peakWaiting = new AtomicLong();
+
+  /** A request entered the waiting queue (it leaves it by a decrement of {@link #waiting}). */
+  void requestWaiting() {
+    peakWaiting.accumulateAndGet(waiting.incrementAndGet(), Math::max);
+  }
 
   /** A completions or chat request arrived: it counts in progress until {@link #requestEnded}. */
   void requestArrived() {
@@ -50,6 +57,7 @@ final class EngineStats {
       .put("requests", requests.get())
       .put("running", running.get())
       .put("waiting", waiting.get())
+      .put("peak_waiting", peakWaiting.get())
       .put("handoffs_created", handoffsCreated.get())
       .put("handoffs_held", handoffsHeld)
       .put("handoffs_freed", handoffsFreed.get())

@@ -81,7 +81,7 @@ final class InferenceRun implements BatchScheduler.Listener {
       return;
     }
     state = State.WAITING;
-    engine.counters().waiting.incrementAndGet();
+    engine.counters().requestWaiting();
     boolean prefill = "prefill".equals(req.phase);
     answer = Answer.of(req, Generator.generate(req.prompt, req.seed, req.temperature, prefill ? 1 : req.maxTokens,
       !prefill && req.ignoreEos), engine.config().getReasoningField());

@@ -127,7 +127,7 @@ public final class SimEngine {
   }
 
   /**
-   * Counters: {@code requests}, {@code running}, {@code waiting}, {@code handoffs_created},
+   * Counters: {@code requests}, {@code running}, {@code waiting} (and {@code peak_waiting}, the most since start), {@code handoffs_created},
    * {@code handoffs_held} (held now), {@code handoffs_freed}, {@code handoffs_expired},
    * {@code kv_transferred}, {@code kv_recomputed}, {@code kv_transfer_failed},
    * {@code prompt_tokens}, {@code generation_tokens}, {@code blocks_in_use}, {@code total_blocks},

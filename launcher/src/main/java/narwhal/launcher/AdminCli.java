@@ -496,6 +496,7 @@ final class AdminCli implements Callable<Integer> {
     StringBuilder s = new StringBuilder();
     s.append("queue: ").append(flow.getInteger("running", 0)).append(" attempts running, ")
         .append(flow.getInteger("waiting", 0)).append(" waiting ").append(flow.getJsonObject("waiting_by_class", new JsonObject()).encode())
+        .append(", ").append(flow.getInteger("held_by_engines", 0)).append(" of them for the engines' room (flow.engine_queue_max)")
         .append('\n');
     JsonObject quotas = flow.getJsonObject("quotas", new JsonObject());
     JsonObject tenants = quotas.getJsonObject("tenants", new JsonObject());

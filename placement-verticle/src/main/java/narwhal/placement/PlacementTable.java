@@ -54,6 +54,8 @@ final class PlacementTable {
   /** The reason of a prefix placed for the first time (no home known): by rendezvous within the load bound. */
   static final String NEW_PREFIX = "new_prefix";
   private final PrefixIndex prefixes = new PrefixIndex();
+  /** Counts the readings and engine states applied: a {@link #room} answer is good until it changes. */
+  private long loadVersion;
 
   /** An engine as placement sees it. */
   private static final class Slot {
@@ -112,6 +114,7 @@ final class PlacementTable {
 
   /** Replaces the engine list; engines that stay keep their state and reservations, removed ones keep theirs until released. */
   public synchronized void setEngines(List<EngineConfig> engines) {
+    loadVersion++;
     Map<String, Slot> kept = new LinkedHashMap<>();
     for (EngineConfig engine : engines) {
       Slot slot = slots.get(engine.iid());
@@ -148,6 +151,7 @@ final class PlacementTable {
   public synchronized void setState(String iid, EngineState state) {
     Slot slot = slots.get(iid);
     if (slot != null) slot.state = state;
+    loadVersion++;
   }
 
   public synchronized Optional<EngineState> state(String iid) {
@@ -155,11 +159,40 @@ final class PlacementTable {
     return slot == null ? Optional.empty() : Optional.of(slot.state);
   }
 
+  /**
+   * How many more attempts of {@code model} the engines' queues take under {@code queueMax} requests waiting each
+   * ({@link narwhal.common.bus.LocalPlacement#room}): per phase the sum of each serving engine's
+   * {@code queueMax - waiting - legs sent since its reading} (at least 0), the smaller of the two phases. An engine with
+   * nothing waiting has room in its batch, one without a fresh reading (failed, older than three intervals, none) is
+   * not known to be full: either leaves its phase unbounded.
+   */
+  synchronized narwhal.common.bus.LocalPlacement.Room room(String model, int queueMax) {
+    if (queueMax <= 0) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
+    long now = clockMs.getAsLong();
+    long stale = 3 * settings.metricsIntervalMs();
+    long starts = Math.min(phaseRoom(Phase.PREFILL, model, queueMax, now, stale), phaseRoom(Phase.DECODE, model, queueMax, now, stale));
+    return new narwhal.common.bus.LocalPlacement.Room((int) Math.min(Integer.MAX_VALUE, starts), loadVersion);
+  }
+
+  private long phaseRoom(Phase phase, String model, int queueMax, long now, long stale) {
+    long room = 0;
+    boolean any = false;
+    for (Slot s : slots.values()) {
+      if (s.state != EngineState.SERVING || !permits(s.engine.role(), phase) || !s.serves(model)) continue;
+      EngineLoad r = s.load;
+      if (r == null || !r.ok() || now - r.readAtMs() > stale || r.waiting() == 0) return Integer.MAX_VALUE;
+      any = true;
+      room += Math.max(0, (long) (queueMax - r.waiting()) - s.sent - s.othersSent);
+    }
+    return any ? room : Integer.MAX_VALUE;
+  }
+
   /** A reading of an engine's load; a newer one restarts the count of legs sent since. */
   synchronized void applyLoad(EngineLoad reading) {
     Slot slot = slots.get(reading.iid());
     if (slot == null || slot.load != null && reading.readAtMs() <= slot.load.readAtMs()) return;
     slot.load = reading;
+    loadVersion++;
     slot.sent = 0;
     slot.othersSent = 0;
     slot.ownAtReading = slot.reserved[Phase.PREFILL.ordinal()] + slot.reserved[Phase.DECODE.ordinal()];

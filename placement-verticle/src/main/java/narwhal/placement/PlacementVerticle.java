@@ -183,6 +183,9 @@ public final class PlacementVerticle extends VerticleBase {
   }
 
   /** The placement decision, as routers on this node reach it and as {@link #reserve(Message)} answers it on the bus. */
+  /** How long a verdict on the engines' room is reused: every attempt asks, readings change once an interval. */
+  private static final long ROOM_FRESH_NANOS = 20_000_000L;
+
   private final class Local implements LocalPlacement {
     @Override
     public Future<Reservation> reserve(ReserveRequest request) {
@@ -208,6 +211,22 @@ public final class PlacementVerticle extends VerticleBase {
     @Override
     public Readiness readiness() {
       return readiness;
+    }
+
+    /** Verdicts per model and bound, each taken at most {@link #ROOM_FRESH_NANOS} ago, and when. */
+    private final java.util.concurrent.ConcurrentHashMap<String, Object[]> rooms = new java.util.concurrent.ConcurrentHashMap<>();
+
+    @Override
+    public Room room(String model, int queueMax) {
+      String key = model + '\u0000' + queueMax;
+      long now = System.nanoTime();
+      Object[] verdict = rooms.get(key);
+      if (verdict != null && now - (long) verdict[1] < ROOM_FRESH_NANOS) return (Room) verdict[0];
+      Room room = table.room(model, queueMax);
+      // the models asked are those placement knows (a request naming another is refused before): a few keys; bounded anyway
+      if (rooms.size() > 1_024) rooms.clear();
+      rooms.put(key, new Object[] {room, now});
+      return room;
     }
 
     private Future<Reservation> refused(int code, String message) {

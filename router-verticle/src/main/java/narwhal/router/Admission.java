@@ -3,6 +3,7 @@ package narwhal.router;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
+import narwhal.common.bus.LocalPlacement;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -21,7 +22,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the count and the closed flag are one atomic word.
  * <p>An admitted request's attempts then take {@link LegTurn}s: at most {@code serving.max_legs_in_flight} attempts of
  * the replica (every prompt of a batch is one) run legs against engines at once, the others wait in arrival order
- * before their prefill (or their one leg) is sent, so a waiting prompt holds no KV on any engine.
+ * before their prefill (or their one leg) is sent, so a waiting prompt holds no KV on any engine. They also wait while
+ * the engines of their model have no room ({@code flow.engine_queue_max}, {@link #onEngineRoom}): then an attempt
+ * starts only in place of one of the model's that ended here, so the engines' queues stop growing and the rest waits
+ * in the router's fair order; a re-check every {@link #RECHECK_MS} lets as many go as a reading says the engines take.
+ * {@code flow.reserved_for_high} of the legs are the highest class's only: its attempts find one free under a flood of
+ * the others.
  */
 final class Admission {
   /** What {@link #admit} decided. */
@@ -47,6 +53,22 @@ final class Admission {
   /** Told how long each granted turn waited, by its lane ({@code narwhal_flow_wait_seconds}). */
   private volatile java.util.function.BiConsumer<Lane, Long> waits = (lane, nanos) -> { };
   private final TenantQuotas quotas;
+  /** How many more attempts of a model its engines' queues take now (their last readings); null: no bound. */
+  private volatile java.util.function.Function<String, LocalPlacement.Room> rooms = model -> null;
+  /**
+   * Guarded by {@link #legQueue}: per saturated model, the attempts of it that ended here since it was found
+   * saturated and were not yet replaced (each lets one waiting attempt of the model start in its place).
+   */
+  private final java.util.Map<String, Integer> credits = new java.util.HashMap<>();
+  /** Guarded by {@link #legQueue}: per model, the attempts started against the room of one placement version. */
+  private final java.util.Map<String, long[]> startedAgainst = new java.util.HashMap<>();
+  /** Guarded by {@link #legQueue}: the limit the last turn asked under, and whether a re-check is scheduled. */
+  private int lastLimit = 1;
+  private boolean recheckScheduled;
+  /** How many of {@code serving.max_legs_in_flight} only the highest class's attempts take ({@code flow.reserved_for_high}). */
+  private volatile java.util.function.IntSupplier reservedForHigh = () -> 0;
+  /** How often attempts held by their engines' saturation are looked at again while they wait. */
+  static final long RECHECK_MS = 100;
 
   Admission() {
     this(System::currentTimeMillis);
@@ -65,6 +87,27 @@ final class Admission {
   /** Where each granted turn's wait goes (the replica's metrics). */
   void onWait(java.util.function.BiConsumer<Lane, Long> waits) {
     this.waits = waits;
+  }
+
+  /**
+   * Where the engines' room is read from: how many more attempts of a model their queues take under
+   * {@code flow.engine_queue_max} (placement's readings, {@link LocalPlacement#room}); null: no bound.
+   */
+  void onEngineRoom(java.util.function.Function<String, LocalPlacement.Room> rooms) {
+    this.rooms = rooms;
+  }
+
+  /** Where {@code flow.reserved_for_high} is read from (each decision reads it: a reload applies at once). */
+  void onReservedForHigh(java.util.function.IntSupplier reservedForHigh) {
+    this.reservedForHigh = reservedForHigh;
+  }
+
+  /**
+   * The legs an attempt of class {@code rank} may find running and still start: {@code limit} for the highest class,
+   * less the reserve for the others (at least one is left to them).
+   */
+  private int limitFor(int rank, int limit) {
+    return rank == 0 ? limit : Math.max(1, limit - Math.max(0, reservedForHigh.getAsInt()));
   }
 
   /** Counts the request in when the replica is open and under {@code limit}. */
@@ -183,15 +226,18 @@ final class Admission {
     private final Promise<Void> granted = Promise.promise();
     private final long queuedNanos = System.nanoTime();
     private final Lane lane;
+    /** The model its engines serve (null: never held by saturation). */
+    private final String model;
     private FairQueue.Entry<LegTurn> entry;
     private int state = WAITING;
     private long timer = -1;
     /** Granted as it asked (nothing was waiting and a leg was free): its wait is not recorded. */
     private boolean immediate;
 
-    private LegTurn(Context context, Lane lane) {
+    private LegTurn(Context context, Lane lane, String model) {
       this.context = context;
       this.lane = lane;
+      this.model = model;
     }
 
     /** Completes when this attempt may send its legs; fails when it was released before its turn came. */
@@ -213,11 +259,19 @@ final class Admission {
    * waits; else it waits in the {@link FairQueue} for at most {@code timeoutMs}, among at most {@code maxQueued}.
    */
   LegTurn legTurn(int limit, Context context, Lane lane, long timeoutMs, int maxQueued) {
-    LegTurn turn = new LegTurn(context, lane);
+    return legTurn(limit, context, lane, null, timeoutMs, maxQueued);
+  }
+
+  /** As above, for an attempt on engines serving {@code model}: it also waits while they are saturated. */
+  LegTurn legTurn(int limit, Context context, Lane lane, String model, long timeoutMs, int maxQueued) {
+    LegTurn turn = new LegTurn(context, lane, model);
     List<LegTurn> go;
     LegTurn shed = null;
     boolean refused = false;
+    boolean recheck;
+    Saturation now = new Saturation();
     synchronized (legQueue) {
+      lastLimit = limit;
       // the bound is on requests waiting: a prompt of a batch that already holds a turn waits behind its own
       if (legQueue.size() >= maxQueued && legsRunning >= limit && !holdsTurns.containsKey(lane)) {
         FairQueue.Entry<LegTurn> dropped = legQueue.shedFor(lane.tenant().name());
@@ -231,18 +285,21 @@ final class Admission {
       if (!refused) holdsTurns.merge(lane, 1, Integer::sum);
       if (refused) {
         turn.state = LegTurn.DONE;
-        go = grantTurns(limit);
-      } else if (legQueue.isEmpty() && legsRunning < limit) {
+        go = grantTurns(limit, now);
+      } else if (legQueue.isEmpty() && legsRunning < limitFor(lane.tenant().rank(), limit) && now.mayRun(turn)) {
         // nothing waits and a leg is free: the turn runs at once, the queue untouched
+        now.started(turn);
         turn.state = LegTurn.RUNNING;
         turn.immediate = true;
         legsRunning++;
         go = List.of(turn);
       } else {
         turn.entry = legQueue.add(turn, lane.tenant().rank(), lane.tenant().name(), lane.tenant().weight(), lane.cost());
-        go = grantTurns(limit);
+        go = grantTurns(limit, now);
       }
+      recheck = scheduleRecheck();
     }
+    if (recheck) context.owner().setTimer(RECHECK_MS, t -> recheck());
     if (refused) {
       context.runOnContext(v -> turn.granted.tryFail(new QueueRefused(false)));
     } else if (turn.state == LegTurn.WAITING) {
@@ -273,6 +330,8 @@ final class Admission {
   private void releaseTurn(LegTurn turn, int limit, RuntimeException why, boolean onlyWaiting) {
     List<LegTurn> go = List.of();
     boolean wasWaiting;
+    boolean recheck = false;
+    Saturation now = new Saturation();
     synchronized (legQueue) {
       wasWaiting = turn.state == LegTurn.WAITING;
       if (onlyWaiting && !wasWaiting) return;
@@ -280,10 +339,14 @@ final class Admission {
         legQueue.remove(turn.entry);
       } else if (turn.state == LegTurn.RUNNING) {
         legsRunning--;
-        go = grantTurns(limit);
+        lastLimit = limit;
+        now.ended(turn, limit);
+        go = grantTurns(limit, now);
+        recheck = scheduleRecheck();
       }
       if (turn.state != LegTurn.DONE) done(turn);
     }
+    if (recheck) turn.context.owner().setTimer(RECHECK_MS, t -> recheck());
     if (wasWaiting) turn.context.runOnContext(v -> {
       if (turn.timer >= 0) turn.context.owner().cancelTimer(turn.timer);
       turn.granted.tryFail(why);
@@ -297,16 +360,106 @@ final class Admission {
     holdsTurns.computeIfPresent(turn.lane, (l, n) -> n > 1 ? n - 1 : null);
   }
 
-  /** Under the lock: the waiting turns that now run, in the fair queue's order. */
-  private List<LegTurn> grantTurns(int limit) {
+  /** Under the lock: the waiting turns that now run, in the fair queue's order, past those their engines hold. */
+  private List<LegTurn> grantTurns(int limit, Saturation now) {
     List<LegTurn> go = new ArrayList<>();
     while (legsRunning < limit && !legQueue.isEmpty()) {
-      LegTurn next = legQueue.poll().item;
+      FairQueue.Entry<LegTurn> e = legQueue.poll(rank -> legsRunning < limitFor(rank, limit), now::mayRun);
+      if (e == null) break;
+      LegTurn next = e.item;
+      now.started(next);
       next.state = LegTurn.RUNNING;
       legsRunning++;
       go.add(next);
     }
     return go;
+  }
+
+  /** Under the lock: whether turns wait that a free leg does not start (their engines are saturated) and no re-check is due. */
+  private boolean scheduleRecheck() {
+    if (recheckScheduled || legQueue.isEmpty() || legsRunning >= lastLimit) return false;
+    recheckScheduled = true;
+    return true;
+  }
+
+  /** Held turns looked at again: those whose engines have room now start. */
+  private void recheck() {
+    List<LegTurn> go;
+    Context next = null;
+    synchronized (legQueue) {
+      recheckScheduled = false;
+      go = grantTurns(lastLimit, new Saturation());
+      if (scheduleRecheck()) next = anyWaitingContext();
+    }
+    if (next != null) next.owner().setTimer(RECHECK_MS, t -> recheck());
+    go.forEach(this::grant);
+  }
+
+  /** Under the lock: the context of some waiting turn (its Vert.x runs the next re-check). */
+  private Context anyWaitingContext() {
+    Context[] found = new Context[1];
+    legQueue.count(t -> {
+      if (found[0] == null) found[0] = t.context;
+      return false;
+    });
+    return found[0];
+  }
+
+  /**
+   * The engines' room for the models one decision looks at, each asked once, less what started against the same
+   * answer; and the replacement credits. Used under the admission's lock.
+   */
+  private final class Saturation {
+    private final java.util.Map<String, long[]> asked = new java.util.HashMap<>(4);
+
+    /** The model's {version, starts left} ({@code Long.MAX_VALUE}: unbounded); null model: unbounded. */
+    private long[] room(String model) {
+      return asked.computeIfAbsent(model, m -> {
+        LocalPlacement.Room room = rooms.apply(m);
+        if (room == null || !room.bounded()) {
+          credits.remove(m);
+          startedAgainst.remove(m);
+          return new long[] {-1, Long.MAX_VALUE};
+        }
+        long[] started = startedAgainst.get(m);
+        long used = started != null && started[0] == room.version() ? started[1] : 0;
+        long left = Math.max(0, room.starts() - used);
+        if (left > 0) credits.remove(m);
+        return new long[] {room.version(), left};
+      });
+    }
+
+    private boolean saturated(String model) {
+      return model != null && room(model)[1] == 0;
+    }
+
+    /** Whether {@code turn} may start: its engines have room, or it replaces an attempt of its model that ended. */
+    boolean mayRun(LegTurn turn) {
+      return !saturated(turn.model) || credits.getOrDefault(turn.model, 0) > 0;
+    }
+
+    /** {@code turn} starts: against its engines' room, or in place of an ended attempt when they have none. */
+    void started(LegTurn turn) {
+      if (turn.model == null) return;
+      long[] room = room(turn.model);
+      if (room[1] == Long.MAX_VALUE) return;
+      if (room[1] > 0) {
+        room[1]--;
+        long[] started = startedAgainst.computeIfAbsent(turn.model, m -> new long[] {room[0], 0});
+        if (started[0] != room[0]) {
+          started[0] = room[0];
+          started[1] = 0;
+        }
+        started[1]++;
+      } else {
+        credits.computeIfPresent(turn.model, (m, n) -> n > 1 ? n - 1 : null);
+      }
+    }
+
+    /** A running {@code turn} ended: while its engines are saturated, one waiting attempt of its model may replace it. */
+    void ended(LegTurn turn, int limit) {
+      if (saturated(turn.model)) credits.merge(turn.model, 1, (a, b) -> Math.min(Math.max(1, limit), a + b));
+    }
   }
 
   /** Attempts running their legs now ({@code narwhal_legs_in_flight}). */
@@ -331,7 +484,9 @@ final class Admission {
       for (int r = 0; r < sizes.length; r++) byClass.put(narwhal.common.config.TenantConfig.CLASSES.get(r), sizes[r]);
       io.vertx.core.json.JsonObject byTenant = new io.vertx.core.json.JsonObject();
       new java.util.TreeMap<>(legQueue.sizesByTenant()).forEach(byTenant::put);
+      Saturation now = new Saturation();
       return new io.vertx.core.json.JsonObject().put("running", legsRunning).put("waiting", legQueue.size())
+          .put("held_by_engines", legQueue.count(t -> !now.mayRun(t)))
           .put("waiting_by_class", byClass).put("waiting_by_tenant", byTenant);
     }
   }

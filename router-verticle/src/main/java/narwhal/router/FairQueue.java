@@ -86,29 +86,60 @@ final class FairQueue<T> {
   }
 
   /** The next item to leave, removed; null when none waits. */
-  @SuppressWarnings("unchecked")
   Entry<T> poll() {
+    return poll(rank -> true, item -> true);
+  }
+
+  /**
+   * The next item to leave among those {@code eligible} (whose engines can take one more), removed; null when none of
+   * the waiting ones is. An item that may not leave yet keeps its place and its tag: the first eligible one of its
+   * tenant goes in its stead, and a class whose waiting items are all held lets the next class go. A class not
+   * {@code open} is passed over whole.
+   */
+  @SuppressWarnings("unchecked")
+  Entry<T> poll(java.util.function.IntPredicate open, java.util.function.Predicate<? super T> eligible) {
     for (int r = 0; r < classes; r++) {
       List<Lane> candidates = active.get(r);
-      if (candidates.isEmpty()) continue;
+      if (candidates.isEmpty() || !open.test(r)) continue;
       Lane best = null;
+      Entry<T> bestEntry = null;
       for (Lane lane : candidates) {
-        if (best == null) {
-          best = lane;
-          continue;
-        }
-        double tag = lane.waiting.peekFirst().tag;
-        double bestTag = best.waiting.peekFirst().tag;
+        Entry<T> first = firstEligible(lane, eligible);
+        if (first == null) continue;
         // on equal tags the tenant with less waiting goes first: a newcomer is not behind a backlog's head
-        if (tag < bestTag || tag == bestTag && lane.waiting.size() < best.waiting.size()) best = lane;
+        if (best == null || first.tag < bestEntry.tag || first.tag == bestEntry.tag && lane.waiting.size() < best.waiting.size()) {
+          best = lane;
+          bestEntry = first;
+        }
       }
-      Entry<T> e = (Entry<T>) best.waiting.pollFirst();
-      clock[r] = Math.max(clock[r], e.tag);
+      if (bestEntry == null) continue;
+      if (best.waiting.peekFirst() == bestEntry) best.waiting.pollFirst(); else best.waiting.remove(bestEntry);
+      clock[r] = Math.max(clock[r], bestEntry.tag);
       if (best.waiting.isEmpty()) forget(best);
       size--;
-      return e;
+      return bestEntry;
     }
     return null;
+  }
+
+  @SuppressWarnings("unchecked")
+  private Entry<T> firstEligible(Lane lane, java.util.function.Predicate<? super T> eligible) {
+    for (Entry<?> e : lane.waiting) {
+      if (eligible.test((T) e.item)) return (Entry<T>) e;
+    }
+    return null;
+  }
+
+  /** How many waiting items {@code which} holds for. */
+  @SuppressWarnings("unchecked")
+  int count(java.util.function.Predicate<? super T> which) {
+    int n = 0;
+    for (List<Lane> lanesOfClass : active) {
+      for (Lane lane : lanesOfClass) {
+        for (Entry<?> e : lane.waiting) if (which.test((T) e.item)) n++;
+      }
+    }
+    return n;
   }
 
   /**

@@ -281,7 +281,7 @@ final class RequestLifecycle implements Admission.Cuttable {
    */
   private Future<Void> legTurn(Attempt a) {
     if (done) return Future.failedFuture(new CancellationException());
-    a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context, request.lane(), cfg.flow().queueTimeoutMs(),
+    a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context, request.lane(), request.model(), cfg.flow().queueTimeoutMs(),
         cfg.flow().maxQueued());
     return a.turn.granted().compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
   }

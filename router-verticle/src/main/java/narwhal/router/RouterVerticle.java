@@ -94,6 +94,12 @@ public final class RouterVerticle extends VerticleBase {
       clusterGauges(registry);
       legGauges(registry);
       admission.onWait((lane, nanos) -> metrics.flowWait(lane.tenant().priorityClass(), nanos));
+      admission.onReservedForHigh(() -> config.get().flow().reservedForHigh());
+      admission.onEngineRoom(model -> {
+        int queueMax = config.get().flow().engineQueueMax();
+        narwhal.common.bus.LocalPlacement placement = queueMax > 0 ? narwhal.common.bus.LocalPlacement.of(vertx) : null;
+        return placement == null ? null : placement.room(model, queueMax);
+      });
       shared = new Replica(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
           new AtomicReference<>(List.of()), new ModelMetrics(registry, cfg.models()), tracing, new ResponseOwners(),
           new ReadinessAnswer(admission, vertx), ClientConnections.of(registry));

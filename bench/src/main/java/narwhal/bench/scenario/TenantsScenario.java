@@ -75,11 +75,11 @@ public final class TenantsScenario implements Scenario {
             + " ms) and D0 D1 (decode, " + itlMs + " ms a token, max_num_seqs " + seqs + ": the fleet runs C = " + capacity
             + " sequences at once)")
         .layout("router: one replica, its own JVM (-Xmx1g): first dispatching everything (no tenants, serving.max_legs_in_flight "
-            + "at its default), then with flow control (tenants steady and flood of class normal, vip of class high; "
-            + "max_legs_in_flight = C)")
+            + "at its default, flow.engine_queue_max 0), then with flow control (tenants steady and flood of class normal, vip of class high; "
+            + "max_legs_in_flight = C, flow.reserved_for_high = C/4)")
         .layout("quota: 3 clustered replicas, each its own JVM, one tenant with tokens_per_minute shared")
         .layout("all on one 2-core machine");
-    report.parameter("capacity_c", capacity).parameter("tokens", tokens).parameter("steady_per_s", Fmt.num(steadyRate, 1))
+    report.parameter("capacity_c", capacity).parameter("tokens", tokens + " (mean; each request 1/2 to 3/2 of it)").parameter("steady_per_s", Fmt.num(steadyRate, 1))
         .parameter("flood_concurrency", 5 * capacity).parameter("measure_s", measureS).parameter("ttft_target_ms", targetMs);
     Path keys = env.tmp().resolve("tenant-keys");
     Files.createDirectories(keys);
@@ -87,6 +87,7 @@ public final class TenantsScenario implements Scenario {
 
     JsonObject plain = SimBench.set(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("journal-a.jsonl"), 0)),
         "serving", "max_in_flight", 20 * capacity);
+    SimBench.set(plain, "flow", "engine_queue_max", 0);
     progress.say("router dispatching everything (no tenants)");
     Phases everything;
     try (RouterProcess router = RouterProcess.start(env, name() + "-everything", plain,
@@ -97,9 +98,10 @@ public final class TenantsScenario implements Scenario {
     JsonObject flow = SimBench.set(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("journal-b.jsonl"), 0)),
         "serving", "max_in_flight", 20 * capacity);
     SimBench.set(flow, "serving", "max_legs_in_flight", capacity);
+    SimBench.set(flow, "flow", "reserved_for_high", capacity / 4);
     flow.put("tenants", new JsonObject().put("steady", tenant(keys, "steady")).put("flood", tenant(keys, "flood"))
         .put("vip", tenant(keys, "vip").put("class", "high")));
-    progress.say("router with flow control (tenants, max_legs_in_flight " + capacity + ")");
+    progress.say("router with flow control (tenants, max_legs_in_flight " + capacity + ", reserved_for_high " + capacity / 4 + ")");
     Phases controlled;
     try (RouterProcess router = RouterProcess.start(env, name() + "-flow", flow,
         new RouterProcess.Options(List.of("-Xmx1g"), false, false))) {
@@ -150,23 +152,28 @@ public final class TenantsScenario implements Scenario {
   private static Phases phases(LoadGenerator load, HttpWork steady, HttpWork flood, HttpWork vip, double rate, int capacity,
                                int tokens, double warmS, double measureS, long targetMs, Progress progress, String label)
       throws Exception {
-    Buffer body = Bodies.completion(tokens, true).toBuffer();
+    // outputs of 1/2 to 3/2 of the mean length, as real ones vary: requests of one length admitted together end together,
+    // and their legs then free in bursts a request's duration apart, which no order of the queue can smooth
+    List<Buffer> lengths = new ArrayList<>();
+    for (int i = 0; i < 5; i++) lengths.add(Bodies.completion(Math.max(1, tokens * (2 + i) / 4), true).toBuffer());
+    java.util.concurrent.atomic.AtomicInteger turn = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.function.Supplier<Buffer> body = () -> lengths.get(Math.floorMod(turn.getAndIncrement() * 3, lengths.size()));
     long timeoutMs = 120_000;
     progress.say(label + ": warm-up");
-    load.closedLoop("warm-up", capacity, 0, warmS, 30, () -> steady.post(PATH, body, true, timeoutMs));
+    load.closedLoop("warm-up", capacity, 0, warmS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs));
     progress.say(label + ": steady tenant alone, " + Fmt.num(rate, 1) + "/s");
-    RunStats steadyAlone = load.openLoop("steady alone", rate, measureS, 30, () -> steady.post(PATH, body, true, timeoutMs), 1, 0);
+    RunStats steadyAlone = load.openLoop("steady alone", rate, measureS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs), 1, 0);
     progress.say(label + ": high tenant alone");
-    RunStats vipAlone = load.openLoop("high alone", rate, measureS, 30, () -> vip.post(PATH, body, true, timeoutMs), 2, 0);
+    RunStats vipAlone = load.openLoop("high alone", rate, measureS, 30, () -> vip.post(PATH, body.get(), true, timeoutMs), 2, 0);
     progress.say(label + ": steady tenant beside a flood of " + 5 * capacity + " at once");
     Beside steadyFlooded = beside(load, flood, 5 * capacity, body, timeoutMs, warmS, measureS,
-        () -> load.openLoop("steady flooded", rate, measureS, 30, () -> steady.post(PATH, body, true, timeoutMs), 3, 0));
+        () -> load.openLoop("steady flooded", rate, measureS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs), 3, 0));
     progress.say(label + ": high tenant beside the flood");
     Beside vipFlooded = beside(load, flood, 5 * capacity, body, timeoutMs, warmS, measureS,
-        () -> load.openLoop("high flooded", rate, measureS, 30, () -> vip.post(PATH, body, true, timeoutMs), 4, 0));
+        () -> load.openLoop("high flooded", rate, measureS, 30, () -> vip.post(PATH, body.get(), true, timeoutMs), 4, 0));
     progress.say(label + ": goodput at 3x (flood " + 3 * capacity + " at once beside the steady tenant)");
     Beside third = beside(load, flood, 3 * capacity, body, timeoutMs, warmS, measureS,
-        () -> load.openLoop("steady at 3x", rate, measureS, 30, () -> steady.post(PATH, body, true, timeoutMs), 5, 0));
+        () -> load.openLoop("steady at 3x", rate, measureS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs), 5, 0));
     double goodput = (within(third.measured, targetMs) + within(third.flood, targetMs)) / measureS;
     return new Phases(label, steadyAlone, steadyFlooded.measured, vipAlone, vipFlooded.measured, steadyFlooded.flood, goodput);
   }
@@ -175,11 +182,11 @@ public final class TenantsScenario implements Scenario {
   private record Beside(RunStats measured, RunStats flood) {
   }
 
-  private static Beside beside(LoadGenerator load, HttpWork flood, int concurrency, Buffer body, long timeoutMs, double warmS,
+  private static Beside beside(LoadGenerator load, HttpWork flood, int concurrency, java.util.function.Supplier<Buffer> body, long timeoutMs, double warmS,
                                double measureS, java.util.concurrent.Callable<RunStats> measured) throws Exception {
     AtomicReference<RunStats> floodStats = new AtomicReference<>();
     Thread flooding = new Thread(() -> floodStats.set(load.closedLoop("flood", concurrency, warmS, measureS, 60,
-        () -> flood.post(PATH, body, true, timeoutMs))), "flood");
+        () -> flood.post(PATH, body.get(), true, timeoutMs))), "flood");
     flooding.start();
     Thread.sleep((long) (warmS * 1000));
     RunStats stats = measured.call();
@@ -221,12 +228,17 @@ public final class TenantsScenario implements Scenario {
       f.put("tenants", new JsonObject().put("metered", tenant(keys, "metered").put("tokens_per_minute", perMinute)));
       return f;
     }, REPLICAS);
-    Buffer body = Bodies.completion(tokens, true).toBuffer();
+    // outputs of 1/2 to 3/2 of the mean length, as real ones vary: requests of one length admitted together end together,
+    // and their legs then free in bursts a request's duration apart, which no order of the queue can smooth
+    List<Buffer> lengths = new ArrayList<>();
+    for (int i = 0; i < 5; i++) lengths.add(Bodies.completion(Math.max(1, tokens * (2 + i) / 4), true).toBuffer());
+    java.util.concurrent.atomic.AtomicInteger turn = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.function.Supplier<Buffer> body = () -> lengths.get(Math.floorMod(turn.getAndIncrement() * 3, lengths.size()));
     List<Thread> threads = new ArrayList<>();
     List<RunStats> runs = java.util.Collections.synchronizedList(new ArrayList<>());
     for (int i = 0; i < REPLICAS.size(); i++) {
       HttpWork via = cluster.client(i).withHeader("authorization", "Bearer sk-metered");
-      Thread t = new Thread(() -> runs.add(load.closedLoop("metered", 8, 0, runS, 30, () -> via.post(PATH, body, true, 30_000))));
+      Thread t = new Thread(() -> runs.add(load.closedLoop("metered", 8, 0, runS, 30, () -> via.post(PATH, body.get(), true, 30_000))));
       threads.add(t);
       t.start();
     }

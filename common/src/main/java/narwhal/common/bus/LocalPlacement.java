@@ -19,6 +19,25 @@ public interface LocalPlacement extends Shareable {
 
   void release(Reservation reservation);
 
+  /**
+   * How many more attempts of {@code model} the engines' queues take ({@code flow.engine_queue_max}): for the prefill
+   * phase and the decode phase each, the sum over the serving engines that serve the model of {@code queueMax} less
+   * the requests waiting by the engine's last reading (less the legs sent to it since); the smaller of the two. An
+   * engine with nothing waiting, or without a fresh reading, takes any number (unknown is not full): so does its
+   * phase. {@code version} changes with every reading or engine state placement applies, so a caller can count the
+   * attempts it started against one answer. Answered from a verdict at most a few milliseconds old.
+   */
+  Room room(String model, int queueMax);
+
+  /** {@link #room}'s answer: {@code starts} ({@link Integer#MAX_VALUE}: no bound), as of placement's {@code version}. */
+  record Room(int starts, long version) {
+    public static final Room UNBOUNDED = new Room(Integer.MAX_VALUE, -1);
+
+    public boolean bounded() {
+      return starts != Integer.MAX_VALUE;
+    }
+  }
+
   /** Placement's readiness as of its last engine-state, fleet or fleet-hold change (any thread may read it). */
   Readiness readiness();
 
