@@ -180,6 +180,20 @@ final class ReplicaProcess implements AutoCloseable {
     }
   }
 
+  /** {@code POST path} with a JSON body and a client key: the status, or -1 when the replica does not answer within 30 s. */
+  int post(String path, JsonObject body, String bearer) {
+    try {
+      return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(30))
+          .header("content-type", "application/json").header("authorization", "Bearer " + bearer)
+          .POST(HttpRequest.BodyPublishers.ofString(body.encode())).build(), HttpResponse.BodyHandlers.ofString()).statusCode();
+    } catch (IOException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
+    }
+  }
+
   /** {@code GET /metrics}, or "" when the replica does not answer within 2 s. */
   String metrics() {
     HttpResponse<String> resp = get("/metrics");

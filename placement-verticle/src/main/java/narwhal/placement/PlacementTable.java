@@ -160,31 +160,36 @@ final class PlacementTable {
   }
 
   /**
-   * How many more attempts of {@code model} the engines' queues take under {@code queueMax} requests waiting each
-   * ({@link narwhal.common.bus.LocalPlacement#room}): per phase the sum of each serving engine's
-   * {@code queueMax - waiting - legs sent since its reading} (at least 0), the smaller of the two phases. An engine with
-   * nothing waiting has room in its batch, one without a fresh reading (failed, older than three intervals, none) is
-   * not known to be full: either leaves its phase unbounded.
+   * The engines' queues for {@code model} under {@code queueMax} requests waiting each
+   * ({@link narwhal.common.bus.LocalPlacement#room}): saturated when every serving engine of a phase that serves it has
+   * {@code queueMax} waiting; room, per phase the sum of {@code queueMax - waiting} (at least 0), the smaller phase's.
+   * An engine whose reading failed, is stale (older than three intervals) or missing leaves its phase unbounded.
    */
   synchronized narwhal.common.bus.LocalPlacement.Room room(String model, int queueMax) {
     if (queueMax <= 0) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
     long now = clockMs.getAsLong();
     long stale = 3 * settings.metricsIntervalMs();
-    long starts = Math.min(phaseRoom(Phase.PREFILL, model, queueMax, now, stale), phaseRoom(Phase.DECODE, model, queueMax, now, stale));
-    return new narwhal.common.bus.LocalPlacement.Room((int) Math.min(Integer.MAX_VALUE, starts), loadVersion);
+    long[] prefill = phaseRoom(Phase.PREFILL, model, queueMax, now, stale);
+    long[] decode = phaseRoom(Phase.DECODE, model, queueMax, now, stale);
+    long starts = Math.min(prefill[0], decode[0]);
+    return new narwhal.common.bus.LocalPlacement.Room(prefill[1] == 1 || decode[1] == 1, (int) Math.min(Integer.MAX_VALUE, starts),
+        loadVersion);
   }
 
-  private long phaseRoom(Phase phase, String model, int queueMax, long now, long stale) {
+  /** A phase's {room, saturated (1 or 0)}. */
+  private long[] phaseRoom(Phase phase, String model, int queueMax, long now, long stale) {
     long room = 0;
     boolean any = false;
+    boolean saturated = true;
     for (Slot s : slots.values()) {
       if (s.state != EngineState.SERVING || !permits(s.engine.role(), phase) || !s.serves(model)) continue;
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || now - r.readAtMs() > stale || r.waiting() == 0) return Integer.MAX_VALUE;
+      if (r == null || !r.ok() || now - r.readAtMs() > stale) return new long[] {Integer.MAX_VALUE, 0};
       any = true;
-      room += Math.max(0, (long) (queueMax - r.waiting()) - s.sent - s.othersSent);
+      saturated &= r.waiting() >= queueMax;
+      room += (long) Math.max(0, queueMax - r.waiting());
     }
-    return any ? room : Integer.MAX_VALUE;
+    return any ? new long[] {room, saturated ? 1 : 0} : new long[] {Integer.MAX_VALUE, 0};
   }
 
   /** A reading of an engine's load; a newer one restarts the count of legs sent since. */

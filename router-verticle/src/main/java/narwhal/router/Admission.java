@@ -62,6 +62,10 @@ final class Admission {
   private final java.util.Map<String, Integer> credits = new java.util.HashMap<>();
   /** Guarded by {@link #legQueue}: per model, the attempts started against the room of one placement version. */
   private final java.util.Map<String, long[]> startedAgainst = new java.util.HashMap<>();
+  /** Guarded by {@link #legQueue}: the models whose attempts the engines' room bounds now ({@link Saturation}). */
+  private final Set<String> bounded = new java.util.HashSet<>();
+  /** Guarded by {@link #legQueue}: per model, its attempts waiting in the queue. */
+  private final java.util.Map<String, Integer> waitingByModel = new java.util.HashMap<>();
   /** Guarded by {@link #legQueue}: the limit the last turn asked under, and whether a re-check is scheduled. */
   private int lastLimit = 1;
   private boolean recheckScheduled;
@@ -279,6 +283,7 @@ final class Admission {
           refused = true;
         } else {
           shed = dropped.item;
+          unwait(shed);
           done(shed);
         }
       }
@@ -295,6 +300,7 @@ final class Admission {
         go = List.of(turn);
       } else {
         turn.entry = legQueue.add(turn, lane.tenant().rank(), lane.tenant().name(), lane.tenant().weight(), lane.cost());
+        if (model != null) waitingByModel.merge(model, 1, Integer::sum);
         go = grantTurns(limit, now);
       }
       recheck = scheduleRecheck();
@@ -336,7 +342,7 @@ final class Admission {
       wasWaiting = turn.state == LegTurn.WAITING;
       if (onlyWaiting && !wasWaiting) return;
       if (wasWaiting) {
-        legQueue.remove(turn.entry);
+        if (legQueue.remove(turn.entry)) unwait(turn);
       } else if (turn.state == LegTurn.RUNNING) {
         legsRunning--;
         lastLimit = limit;
@@ -367,6 +373,7 @@ final class Admission {
       FairQueue.Entry<LegTurn> e = legQueue.poll(rank -> legsRunning < limitFor(rank, limit), now::mayRun);
       if (e == null) break;
       LegTurn next = e.item;
+      unwait(next);
       now.started(next);
       next.state = LegTurn.RUNNING;
       legsRunning++;
@@ -406,41 +413,44 @@ final class Admission {
   }
 
   /**
-   * The engines' room for the models one decision looks at, each asked once, less what started against the same
-   * answer; and the replacement credits. Used under the admission's lock.
+   * The engines' room for the models one decision looks at, each asked once. A model's attempts are bounded from a
+   * reading that finds its engines saturated until none of them waits here and a reading finds room: meanwhile they
+   * start as far as the readings' room goes (less what started against the same reading) and in place of attempts of
+   * the model that ended here (credits). Otherwise nothing bounds them. Used under the admission's lock.
    */
   private final class Saturation {
+    private static final long[] UNBOUNDED = {-1, Long.MAX_VALUE};
     private final java.util.Map<String, long[]> asked = new java.util.HashMap<>(4);
 
     /** The model's {version, starts left} ({@code Long.MAX_VALUE}: unbounded); null model: unbounded. */
     private long[] room(String model) {
+      if (model == null) return UNBOUNDED;
       return asked.computeIfAbsent(model, m -> {
         LocalPlacement.Room room = rooms.apply(m);
-        if (room == null || !room.bounded()) {
-          credits.remove(m);
-          startedAgainst.remove(m);
-          return new long[] {-1, Long.MAX_VALUE};
-        }
+        if (room == null || !room.bounded()) return unbound(m);
+        if (room.saturated()) bounded.add(m);
+        else if (bounded.contains(m) && waitingByModel.getOrDefault(m, 0) == 0) unbound(m);
+        if (!bounded.contains(m)) return UNBOUNDED;
         long[] started = startedAgainst.get(m);
         long used = started != null && started[0] == room.version() ? started[1] : 0;
-        long left = Math.max(0, room.starts() - used);
-        if (left > 0) credits.remove(m);
-        return new long[] {room.version(), left};
+        return new long[] {room.version(), Math.max(0, room.starts() - used)};
       });
     }
 
-    private boolean saturated(String model) {
-      return model != null && room(model)[1] == 0;
+    private long[] unbound(String model) {
+      bounded.remove(model);
+      credits.remove(model);
+      startedAgainst.remove(model);
+      return UNBOUNDED;
     }
 
     /** Whether {@code turn} may start: its engines have room, or it replaces an attempt of its model that ended. */
     boolean mayRun(LegTurn turn) {
-      return !saturated(turn.model) || credits.getOrDefault(turn.model, 0) > 0;
+      return room(turn.model)[1] > 0 || credits.getOrDefault(turn.model, 0) > 0;
     }
 
     /** {@code turn} starts: against its engines' room, or in place of an ended attempt when they have none. */
     void started(LegTurn turn) {
-      if (turn.model == null) return;
       long[] room = room(turn.model);
       if (room[1] == Long.MAX_VALUE) return;
       if (room[1] > 0) {
@@ -456,10 +466,15 @@ final class Admission {
       }
     }
 
-    /** A running {@code turn} ended: while its engines are saturated, one waiting attempt of its model may replace it. */
+    /** A running {@code turn} ended: while its model is bounded, one waiting attempt of it may start in its place. */
     void ended(LegTurn turn, int limit) {
-      if (saturated(turn.model)) credits.merge(turn.model, 1, (a, b) -> Math.min(Math.max(1, limit), a + b));
+      if (room(turn.model)[1] != Long.MAX_VALUE) credits.merge(turn.model, 1, (a, b) -> Math.min(Math.max(1, limit), a + b));
     }
+  }
+
+  /** Under the lock: {@code turn} no longer waits in the queue. */
+  private void unwait(LegTurn turn) {
+    if (turn.model != null) waitingByModel.computeIfPresent(turn.model, (m, n) -> n > 1 ? n - 1 : null);
   }
 
   /** Attempts running their legs now ({@code narwhal_legs_in_flight}). */

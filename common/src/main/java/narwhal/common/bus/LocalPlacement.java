@@ -20,18 +20,19 @@ public interface LocalPlacement extends Shareable {
   void release(Reservation reservation);
 
   /**
-   * How many more attempts of {@code model} the engines' queues take ({@code flow.engine_queue_max}): for the prefill
-   * phase and the decode phase each, the sum over the serving engines that serve the model of {@code queueMax} less
-   * the requests waiting by the engine's last reading (less the legs sent to it since); the smaller of the two. An
-   * engine with nothing waiting, or without a fresh reading, takes any number (unknown is not full): so does its
-   * phase. {@code version} changes with every reading or engine state placement applies, so a caller can count the
-   * attempts it started against one answer. Answered from a verdict at most a few milliseconds old.
+   * The engines' queues for {@code model} under {@code queueMax} requests waiting each ({@code flow.engine_queue_max}):
+   * {@code saturated} when every serving engine of the prefill phase, or every one of the decode phase, has at least
+   * {@code queueMax} waiting by its last fresh reading; {@code starts}, how many more their queues take: per phase the
+   * sum over its engines of {@code queueMax} less what waits on each, the smaller of the two phases. An engine without
+   * a fresh reading is not known to be full: its phase is neither saturated nor bounded. {@code version} changes with
+   * every reading or engine state placement applies, so a caller can count the attempts it started against one
+   * answer. Answered from a verdict at most a few milliseconds old.
    */
   Room room(String model, int queueMax);
 
-  /** {@link #room}'s answer: {@code starts} ({@link Integer#MAX_VALUE}: no bound), as of placement's {@code version}. */
-  record Room(int starts, long version) {
-    public static final Room UNBOUNDED = new Room(Integer.MAX_VALUE, -1);
+  /** {@link #room}'s answer ({@code starts} {@link Integer#MAX_VALUE}: no bound), as of placement's {@code version}. */
+  record Room(boolean saturated, int starts, long version) {
+    public static final Room UNBOUNDED = new Room(false, Integer.MAX_VALUE, -1);
 
     public boolean bounded() {
       return starts != Integer.MAX_VALUE;
