@@ -15,8 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A tenant's quota across two real router processes when one of them stops answering (docs/operations.md#sharing-a-fleet):
- * frozen (SIGSTOP), its reported use stays counted and it is claimed at its share, so the other admits no more than
- * the quota leaves; killed (kill -9) and expelled from the cluster, its use still counts until it leaves the minute.
+ * frozen (SIGSTOP), its unspent lease is its own while its last report is fresh, then its reported use stays counted
+ * and it is claimed at its share, so the other admits no more than the quota leaves; killed (kill -9) and expelled from the cluster, its use still counts until it leaves the minute.
  * Over any minute, the two together never admit more than the quota.
  */
 @Timeout(240)
@@ -42,6 +42,8 @@ class FrozenQuotaReplicaTest {
       assertTrue(viaB >= 1, "B admits from its share");
       a.awaitState(s -> used(s) >= viaB, 30, () -> "A counts what B admitted");
       b.signal("STOP");
+      // while B's last report is fresh its unspent lease is B's to use: A waits for it to go silent (3 s)
+      a.awaitState(s -> heard(s) == 1, 30, () -> "A counts B as silent");
       int viaA = send(a, PER_MINUTE, admittedAt);
       assertTrue(viaA >= 1, "A still admits what the quota leaves");
       assertTrue(viaA + viaB <= PER_MINUTE, "with B frozen, A admits what B's counted use and claim leave: " + viaA + " + " + viaB);
@@ -59,12 +61,20 @@ class FrozenQuotaReplicaTest {
     }
   }
 
-  /** Sends {@code n} completions with the tenant's key to {@code replica}; records when each admitted one ended. */
-  private static int send(ReplicaProcess replica, int n, List<Long> admittedAt) {
+  /**
+   * Sends {@code n} completions with the tenant's key to {@code replica}, a refused one once more a second later (as its
+   * {@code Retry-After: 1} asks while the quota is left cluster-wide: a replica's lease follows its demand at the next
+   * settle); records when each admitted one ended.
+   */
+  private static int send(ReplicaProcess replica, int n, List<Long> admittedAt) throws InterruptedException {
     int admitted = 0;
     for (int i = 0; i < n; i++) {
-      int status = replica.post("/v1/completions", new JsonObject().put("model", ClusterHarness.MODEL).put("prompt", "quota " + i)
-          .put("max_tokens", 2), KEY);
+      JsonObject body = new JsonObject().put("model", ClusterHarness.MODEL).put("prompt", "quota " + i).put("max_tokens", 2);
+      int status = replica.post("/v1/completions", body, KEY);
+      if (status == 429) {
+        Thread.sleep(1_100);
+        status = replica.post("/v1/completions", body, KEY);
+      }
       if (status == 200) {
         admitted++;
         admittedAt.add(System.nanoTime());
