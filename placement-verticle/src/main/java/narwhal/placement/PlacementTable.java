@@ -54,8 +54,6 @@ final class PlacementTable {
   /** The reason of a prefix placed for the first time (no home known): by rendezvous within the load bound. */
   static final String NEW_PREFIX = "new_prefix";
   private final PrefixIndex prefixes = new PrefixIndex();
-  /** Counts the readings and engine states applied: a {@link #room} answer is good until it changes. */
-  private long loadVersion;
 
   /** An engine as placement sees it. */
   private static final class Slot {
@@ -114,7 +112,6 @@ final class PlacementTable {
 
   /** Replaces the engine list; engines that stay keep their state and reservations, removed ones keep theirs until released. */
   public synchronized void setEngines(List<EngineConfig> engines) {
-    loadVersion++;
     Map<String, Slot> kept = new LinkedHashMap<>();
     for (EngineConfig engine : engines) {
       Slot slot = slots.get(engine.iid());
@@ -151,7 +148,6 @@ final class PlacementTable {
   public synchronized void setState(String iid, EngineState state) {
     Slot slot = slots.get(iid);
     if (slot != null) slot.state = state;
-    loadVersion++;
   }
 
   public synchronized Optional<EngineState> state(String iid) {
@@ -172,24 +168,32 @@ final class PlacementTable {
     long[] prefill = phaseRoom(Phase.PREFILL, model, queueMax, now, stale);
     long[] decode = phaseRoom(Phase.DECODE, model, queueMax, now, stale);
     long starts = Math.min(prefill[0], decode[0]);
-    return new narwhal.common.bus.LocalPlacement.Room(prefill[1] == 1 || decode[1] == 1, (int) Math.min(Integer.MAX_VALUE, starts),
-        loadVersion);
+    if (starts >= Integer.MAX_VALUE) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
+    return new narwhal.common.bus.LocalPlacement.Room(prefill[1] == 1 || decode[1] == 1, (int) starts, Math.min(prefill[2], decode[2]));
   }
 
-  /** A phase's {room, saturated (1 or 0)}. */
+  /** A phase's {room, saturated (1 or 0), its oldest reading's time}. */
   private long[] phaseRoom(Phase phase, String model, int queueMax, long now, long stale) {
     long room = 0;
     boolean any = false;
     boolean saturated = true;
+    long oldest = Long.MAX_VALUE;
     for (Slot s : slots.values()) {
       if (s.state != EngineState.SERVING || !permits(s.engine.role(), phase) || !s.serves(model)) continue;
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || now - r.readAtMs() > stale) return new long[] {Integer.MAX_VALUE, 0};
+      if (r == null || !r.ok() || now - r.readAtMs() > stale) return new long[] {Integer.MAX_VALUE, 0, Long.MAX_VALUE};
       any = true;
       saturated &= r.waiting() >= queueMax;
       room += (long) Math.max(0, queueMax - r.waiting());
+      oldest = Math.min(oldest, r.readAtMs());
     }
-    return any ? new long[] {room, saturated ? 1 : 0} : new long[] {Integer.MAX_VALUE, 0};
+    return any ? new long[] {room, saturated ? 1 : 0, oldest} : new long[] {Integer.MAX_VALUE, 0, Long.MAX_VALUE};
+  }
+
+  /** Whether the engine is in the fleet and serving: it takes new legs. */
+  synchronized boolean takes(String iid) {
+    Slot slot = slots.get(iid);
+    return slot != null && slot.state == EngineState.SERVING;
   }
 
   /** A reading of an engine's load; a newer one restarts the count of legs sent since. */
@@ -197,7 +201,6 @@ final class PlacementTable {
     Slot slot = slots.get(reading.iid());
     if (slot == null || slot.load != null && reading.readAtMs() <= slot.load.readAtMs()) return;
     slot.load = reading;
-    loadVersion++;
     slot.sent = 0;
     slot.othersSent = 0;
     slot.ownAtReading = slot.reserved[Phase.PREFILL.ordinal()] + slot.reserved[Phase.DECODE.ordinal()];

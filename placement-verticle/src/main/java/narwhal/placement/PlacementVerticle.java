@@ -217,6 +217,11 @@ public final class PlacementVerticle extends VerticleBase {
     private final java.util.concurrent.ConcurrentHashMap<String, Object[]> rooms = new java.util.concurrent.ConcurrentHashMap<>();
 
     @Override
+    public boolean takes(String iid) {
+      return table.takes(iid);
+    }
+
+    @Override
     public Room room(String model, int queueMax) {
       String key = model + '\u0000' + queueMax;
       long now = System.nanoTime();

@@ -60,8 +60,10 @@ final class Admission {
    * saturated and were not yet replaced (each lets one waiting attempt of the model start in its place).
    */
   private final java.util.Map<String, Integer> credits = new java.util.HashMap<>();
-  /** Guarded by {@link #legQueue}: per model, the attempts started against the room of one placement version. */
-  private final java.util.Map<String, long[]> startedAgainst = new java.util.HashMap<>();
+  /** Guarded by {@link #legQueue}: per bounded model, when its attempts started (this clock), oldest first. */
+  private final java.util.Map<String, java.util.ArrayDeque<Long>> startedAt = new java.util.HashMap<>();
+  /** The clock of {@link #startedAt}: epoch ms, as the engines' readings are stamped. */
+  private final java.util.function.LongSupplier clockMs;
   /** Guarded by {@link #legQueue}: the models whose attempts the engines' room bounds now ({@link Saturation}). */
   private final Set<String> bounded = new java.util.HashSet<>();
   /** Guarded by {@link #legQueue}: per model, its attempts waiting in the queue. */
@@ -81,6 +83,7 @@ final class Admission {
   /** {@code clockMs}: the quotas' clock. */
   Admission(java.util.function.LongSupplier clockMs) {
     this.quotas = new TenantQuotas(clockMs);
+    this.clockMs = clockMs;
   }
 
   /** Each tenant's quotas, counted across the cluster. */
@@ -277,7 +280,9 @@ final class Admission {
     synchronized (legQueue) {
       lastLimit = limit;
       // the bound is on requests waiting: a prompt of a batch that already holds a turn waits behind its own
-      if (legQueue.size() >= maxQueued && legsRunning >= limit && !holdsTurns.containsKey(lane)) {
+      // the queue's bound holds for every attempt that would wait, whether legs or its engines' room hold it
+      boolean wouldWait = legsRunning >= limitFor(lane.tenant().rank(), limit) || !now.mayRun(turn);
+      if (legQueue.size() >= maxQueued && wouldWait && !holdsTurns.containsKey(lane)) {
         FairQueue.Entry<LegTurn> dropped = legQueue.shedFor(lane.tenant().name());
         if (dropped == null) {
           refused = true;
@@ -415,60 +420,68 @@ final class Admission {
   /**
    * The engines' room for the models one decision looks at, each asked once. A model's attempts are bounded from a
    * reading that finds its engines saturated until none of them waits here and a reading finds room: meanwhile they
-   * start as far as the readings' room goes (less what started against the same reading) and in place of attempts of
-   * the model that ended here (credits). Otherwise nothing bounds them. Used under the admission's lock.
+   * start as far as the readings' room goes, less what started here since the oldest reading counted, and in place of
+   * attempts of the model that ended here while one of its attempts waited (credits). Otherwise nothing bounds them.
+   * Used under the admission's lock.
    */
   private final class Saturation {
-    private static final long[] UNBOUNDED = {-1, Long.MAX_VALUE};
+    private static final long UNBOUNDED = Long.MAX_VALUE;
+    /** How long a start is remembered at most: readings older than this are stale anyway. */
+    private static final long REMEMBER_MS = 60_000;
+    private static final int REMEMBER_MAX = 100_000;
     private final java.util.Map<String, long[]> asked = new java.util.HashMap<>(4);
 
-    /** The model's {version, starts left} ({@code Long.MAX_VALUE}: unbounded); null model: unbounded. */
+    /** The starts the model's engines take now ({@link #UNBOUNDED}: no bound); null model: unbounded. */
     private long[] room(String model) {
-      if (model == null) return UNBOUNDED;
+      if (model == null) return new long[] {UNBOUNDED};
       return asked.computeIfAbsent(model, m -> {
         LocalPlacement.Room room = rooms.apply(m);
         if (room == null || !room.bounded()) return unbound(m);
         if (room.saturated()) bounded.add(m);
         else if (bounded.contains(m) && waitingByModel.getOrDefault(m, 0) == 0) unbound(m);
-        if (!bounded.contains(m)) return UNBOUNDED;
-        long[] started = startedAgainst.get(m);
-        long used = started != null && started[0] == room.version() ? started[1] : 0;
-        return new long[] {room.version(), Math.max(0, room.starts() - used)};
+        if (!bounded.contains(m)) return new long[] {UNBOUNDED};
+        java.util.ArrayDeque<Long> starts = startedAt.get(m);
+        long since = 0;
+        if (starts != null) {
+          long now = clockMs.getAsLong();
+          while (!starts.isEmpty() && (starts.peekFirst() < room.asOfMs() || starts.peekFirst() < now - REMEMBER_MS
+              || starts.size() > REMEMBER_MAX)) {
+            starts.pollFirst();
+          }
+          since = starts.size();
+        }
+        return new long[] {Math.max(0, room.starts() - since)};
       });
     }
 
     private long[] unbound(String model) {
       bounded.remove(model);
       credits.remove(model);
-      startedAgainst.remove(model);
-      return UNBOUNDED;
+      startedAt.remove(model);
+      return new long[] {UNBOUNDED};
     }
 
     /** Whether {@code turn} may start: its engines have room, or it replaces an attempt of its model that ended. */
     boolean mayRun(LegTurn turn) {
-      return room(turn.model)[1] > 0 || credits.getOrDefault(turn.model, 0) > 0;
+      return room(turn.model)[0] > 0 || credits.getOrDefault(turn.model, 0) > 0;
     }
 
     /** {@code turn} starts: against its engines' room, or in place of an ended attempt when they have none. */
     void started(LegTurn turn) {
       long[] room = room(turn.model);
-      if (room[1] == Long.MAX_VALUE) return;
-      if (room[1] > 0) {
-        room[1]--;
-        long[] started = startedAgainst.computeIfAbsent(turn.model, m -> new long[] {room[0], 0});
-        if (started[0] != room[0]) {
-          started[0] = room[0];
-          started[1] = 0;
-        }
-        started[1]++;
-      } else {
-        credits.computeIfPresent(turn.model, (m, n) -> n > 1 ? n - 1 : null);
-      }
+      if (room[0] == UNBOUNDED) return;
+      startedAt.computeIfAbsent(turn.model, m -> new java.util.ArrayDeque<>()).addLast(clockMs.getAsLong());
+      if (room[0] > 0) room[0]--;
+      else credits.computeIfPresent(turn.model, (m, n) -> n > 1 ? n - 1 : null);
     }
 
-    /** A running {@code turn} ended: while its model is bounded, one waiting attempt of it may start in its place. */
+    /**
+     * A running {@code turn} ended: while its model is bounded and one of its attempts waits, that one may start in its
+     * place (a replacement is never saved up for later).
+     */
     void ended(LegTurn turn, int limit) {
-      if (room(turn.model)[1] != Long.MAX_VALUE) credits.merge(turn.model, 1, (a, b) -> Math.min(Math.max(1, limit), a + b));
+      if (turn.model == null || waitingByModel.getOrDefault(turn.model, 0) == 0) return;
+      if (room(turn.model)[0] != UNBOUNDED) credits.merge(turn.model, 1, (a, b) -> Math.min(Math.max(1, limit), a + b));
     }
   }
 

@@ -92,9 +92,10 @@ final class FairQueue<T> {
 
   /**
    * The next item to leave among those {@code eligible} (whose engines can take one more), removed; null when none of
-   * the waiting ones is. An item that may not leave yet keeps its place and its tag: the first eligible one of its
-   * tenant goes in its stead, and a class whose waiting items are all held lets the next class go. A class not
-   * {@code open} is passed over whole.
+   * the waiting ones is. An item that may not leave yet keeps its place: the first eligible one of its tenant goes in
+   * its stead, with the tag the tenant's head would have had had it been queued first (so held items cost their
+   * tenant nothing in the fair order), and the items it passed move back by its cost. A class whose waiting items are
+   * all held lets the next class go; a class not {@code open} is passed over whole.
    */
   @SuppressWarnings("unchecked")
   Entry<T> poll(java.util.function.IntPredicate open, java.util.function.Predicate<? super T> eligible) {
@@ -103,18 +104,30 @@ final class FairQueue<T> {
       if (candidates.isEmpty() || !open.test(r)) continue;
       Lane best = null;
       Entry<T> bestEntry = null;
+      double bestTag = 0;
       for (Lane lane : candidates) {
         Entry<T> first = firstEligible(lane, eligible);
         if (first == null) continue;
+        Entry<?> head = lane.waiting.peekFirst();
+        double tag = head == first ? first.tag : head.tag - head.increment + first.increment;
         // on equal tags the tenant with less waiting goes first: a newcomer is not behind a backlog's head
-        if (best == null || first.tag < bestEntry.tag || first.tag == bestEntry.tag && lane.waiting.size() < best.waiting.size()) {
+        if (best == null || tag < bestTag || tag == bestTag && lane.waiting.size() < best.waiting.size()) {
           best = lane;
           bestEntry = first;
+          bestTag = tag;
         }
       }
       if (bestEntry == null) continue;
-      if (best.waiting.peekFirst() == bestEntry) best.waiting.pollFirst(); else best.waiting.remove(bestEntry);
-      clock[r] = Math.max(clock[r], bestEntry.tag);
+      if (best.waiting.peekFirst() == bestEntry) {
+        best.waiting.pollFirst();
+      } else {
+        for (Entry<?> passed : best.waiting) {
+          if (passed == bestEntry) break;
+          passed.tag += bestEntry.increment;
+        }
+        best.waiting.remove(bestEntry);
+      }
+      clock[r] = Math.max(clock[r], bestTag);
       if (best.waiting.isEmpty()) forget(best);
       size--;
       return bestEntry;

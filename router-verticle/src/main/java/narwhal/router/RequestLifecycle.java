@@ -218,6 +218,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     return reserve(Phase.PREFILL, null)
         .compose(producer -> fits(a, producer).map(producer))
         .compose(producer -> legTurn(a).map(producer))
+        .compose(producer -> stillTaking(producer, Phase.PREFILL, false))
         .compose(producer -> prefill(a, producer))
         .compose(handoff -> reserve(Phase.DECODE, a.producer.iid()).map(consumer -> {
           a.consumer = consumer;
@@ -239,11 +240,13 @@ final class RequestLifecycle implements Admission.Cuttable {
    * The one leg of a short prompt on {@code engine}: the client's request as a same-worker decode (no transfer
    * parameters), its frames relayed as a decode's; its first output ends the prefill it ran itself.
    */
-  private Future<DecodeEnd> local(Attempt a, Reservation engine) {
+  private Future<DecodeEnd> local(Attempt a, Reservation reserved) {
     a.local = true;
-    a.producer = engine;
-    a.consumer = engine;
-    return fits(a, engine).compose(v -> legTurn(a)).compose(v -> {
+    a.producer = reserved;
+    a.consumer = reserved;
+    return fits(a, reserved).compose(v -> legTurn(a)).compose(v -> stillTaking(reserved, Phase.DECODE, true)).compose(engine -> {
+      a.producer = engine;
+      a.consumer = engine;
       if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
       ctx.metrics().decodeAttempt();
       String requestId = request.rid() + "-a" + a.number + "-local";
@@ -261,7 +264,8 @@ final class RequestLifecycle implements Admission.Cuttable {
 
   /** The one leg of a whole request, on a decode-capable engine of its model: its answer goes to the client as is. */
   private Future<DecodeEnd> whole(Attempt a) {
-    return reserve(Phase.DECODE, null).compose(consumer -> legTurn(a).map(consumer)).compose(consumer -> {
+    return reserve(Phase.DECODE, null).compose(consumer -> legTurn(a).map(consumer))
+        .compose(consumer -> stillTaking(consumer, Phase.DECODE, false)).compose(consumer -> {
       a.consumer = consumer;
       if (!dispatch(a)) return Future.failedFuture(new RetryDenied());
       ctx.metrics().decodeAttempt();
@@ -284,6 +288,17 @@ final class RequestLifecycle implements Admission.Cuttable {
     a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context, request.lane(), request.model(), cfg.flow().queueTimeoutMs(),
         cfg.flow().maxQueued());
     return a.turn.granted().compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
+  }
+
+  /**
+   * The engine reserved before the attempt waited for its turn, or, when it left the fleet or service meanwhile (a
+   * reload removed it, an operator drained it), another of the phase: an engine out of service takes no new legs.
+   */
+  private Future<Reservation> stillTaking(Reservation reserved, Phase phase, boolean local) {
+    narwhal.common.bus.LocalPlacement placement = narwhal.common.bus.LocalPlacement.of(ctx.vertx());
+    if (placement == null || placement.takes(reserved.iid())) return Future.succeededFuture(reserved);
+    release(reserved);
+    return reserve(phase, null, local);
   }
 
   /** Attempt {@code a} has ended (or the request did): its turn goes to the next attempt waiting for one. */

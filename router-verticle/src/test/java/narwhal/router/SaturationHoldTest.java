@@ -34,10 +34,11 @@ class SaturationHoldTest {
   private static final int LIMIT = 100;
   private final Vertx vertx = Vertx.vertx();
   private final Context context = vertx.getOrCreateContext();
-  private final Admission admission = new Admission();
-  /** Per model, the starts its engines take as of {@link #version}; a model not in it: no bound. */
+  /** The admission's clock (epoch ms as readings are stamped): each reading is after the starts before it. */
+  private final AtomicLong clock = new AtomicLong(1_000);
+  private final Admission admission = new Admission(clock::get);
+  /** Per model, the starts its engines take as of a reading; a model not in it: no bound. */
   private final Map<String, LocalPlacement.Room> rooms = new ConcurrentHashMap<>();
-  private final AtomicLong version = new AtomicLong();
   private final List<String> grants = Collections.synchronizedList(new ArrayList<>());
 
   SaturationHoldTest() {
@@ -46,8 +47,9 @@ class SaturationHoldTest {
 
   /** A new reading: {@code model}'s engines take {@code starts} more, saturated at 0 ({@code null}: no bound). */
   private void reading(String model, Integer starts) {
-    long v = version.incrementAndGet();
-    if (starts == null) rooms.remove(model); else rooms.put(model, new LocalPlacement.Room(starts == 0, starts, v));
+    long at = clock.incrementAndGet();
+    clock.incrementAndGet();
+    if (starts == null) rooms.remove(model); else rooms.put(model, new LocalPlacement.Room(starts == 0, starts, at));
   }
 
   @AfterEach
@@ -191,7 +193,7 @@ class SaturationHoldTest {
   @Test
   void aQueueBelowTheBoundHoldsNothingBackWhileTheModelWasNotSaturated() {
     // a prefill engine's reading often catches a request or two waiting for the next step: room for 1, not saturated
-    rooms.put("m", new LocalPlacement.Room(false, 1, version.incrementAndGet()));
+    rooms.put("m", new LocalPlacement.Room(false, 1, clock.incrementAndGet()));
     for (int i = 0; i < 5; i++) turn(NORMAL, "m", "t" + i);
     settle();
     assertEquals(5, grants.size(), "a model its engines never found saturated is not bounded by their room: " + grants);

@@ -24,14 +24,17 @@ public interface LocalPlacement extends Shareable {
    * {@code saturated} when every serving engine of the prefill phase, or every one of the decode phase, has at least
    * {@code queueMax} waiting by its last fresh reading; {@code starts}, how many more their queues take: per phase the
    * sum over its engines of {@code queueMax} less what waits on each, the smaller of the two phases. An engine without
-   * a fresh reading is not known to be full: its phase is neither saturated nor bounded. {@code version} changes with
-   * every reading or engine state placement applies, so a caller can count the attempts it started against one
-   * answer. Answered from a verdict at most a few milliseconds old.
+   * a fresh reading is not known to be full: its phase is neither saturated nor bounded. {@code asOfMs}: the oldest
+   * reading counted (epoch ms): what a caller started since may not be in it yet. Answered from a verdict at most a few
+   * milliseconds old.
    */
   Room room(String model, int queueMax);
 
-  /** {@link #room}'s answer ({@code starts} {@link Integer#MAX_VALUE}: no bound), as of placement's {@code version}. */
-  record Room(boolean saturated, int starts, long version) {
+  /** Whether the engine still takes new legs: in the fleet and serving (a reload or an operator may take it out). */
+  boolean takes(String iid);
+
+  /** {@link #room}'s answer ({@code starts} {@link Integer#MAX_VALUE}: no bound), as of the readings since {@code asOfMs}. */
+  record Room(boolean saturated, int starts, long asOfMs) {
     public static final Room UNBOUNDED = new Room(false, Integer.MAX_VALUE, -1);
 
     public boolean bounded() {
