@@ -34,6 +34,13 @@ import java.util.logging.Logger;
 final class ClusterSync {
   private static final Logger LOG = Logger.getLogger(ClusterSync.class.getName());
   private static final long MIN_RESYNC_MS = 1_000;
+  /**
+   * A periodic resync reads every engine's streaks (one shared counter per engine and failure class: 6 per engine) only
+   * every this many resyncs: streaks reach the replicas as events when they change, the read is the backstop for one
+   * missed, and at 64 engines reading them every second was most of an idle replica's cluster operations.
+   */
+  static final int STREAKS_EVERY = 10;
+  private long periodicResyncs;
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true);
   private static final DeliveryOptions CLUSTER = new DeliveryOptions();
 
@@ -130,7 +137,7 @@ final class ClusterSync {
   void arm(long monitorIntervalMs) {
     resyncIntervalMs = Math.max(MIN_RESYNC_MS, monitorIntervalMs);
     if (resyncs == null) {
-      resyncs = new Cadence(vertx, () -> resyncIntervalMs, () -> resync()
+      resyncs = new Cadence(vertx, () -> resyncIntervalMs, () -> resync(periodicResyncs++ % STREAKS_EVERY == 0)
           .onFailure(err -> LOG.fine(() -> "could not read the shared state (the next resync retries): " + err.getMessage())));
     }
     resyncs.arm();
@@ -249,16 +256,21 @@ final class ClusterSync {
    * a partition whose side lost the merge) reaches the cluster, and one this replica missed reaches it.
    */
   Future<Void> resync() {
+    return resync(true);
+  }
+
+  /** {@code streaks}: also read every engine's streaks (a periodic resync does so every {@link #STREAKS_EVERY}). */
+  private Future<Void> resync(boolean streaks) {
     if (resyncing) return Future.succeededFuture();
     resyncing = true;
-    return reconcile().eventually(() -> {
+    return reconcile(streaks).eventually(() -> {
       resyncing = false;
       return Future.succeededFuture();
     });
   }
 
   /** One resync; never two at once (a slow shared state, a merge under way, must not pile reads up). */
-  private Future<Void> reconcile() {
+  private Future<Void> reconcile(boolean withStreaks) {
     Future<Integer> states = shared.states().compose(list -> {
       Map<String, StateVersion> held = new HashMap<>();
       for (JsonObject json : list) {
@@ -273,7 +285,7 @@ final class ClusterSync {
       return writeNewer(held);
     });
     List<Future<Integer>> streaks = new ArrayList<>();
-    for (EngineConfig engine : book.engines()) {
+    for (EngineConfig engine : withStreaks ? book.engines() : List.<EngineConfig>of()) {
       for (FailureClass c : FailureClass.values()) {
         streaks.add(shared.streak(engine.iid(), c).onSuccess(n -> book.applyStreak(engine.iid(), c, n)));
       }
