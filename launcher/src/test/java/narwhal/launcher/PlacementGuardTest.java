@@ -28,7 +28,10 @@ class PlacementGuardTest {
 
   @Test
   void aReplicaWhosePeerFreezesTakesOverThePeersEnginesAndKeepsServing() throws Exception {
-    ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode", "D1:decode"), json -> json
+    // ten engines: each replica owns some unless the rendezvous puts all on one side (2 in 1,024; with four it was 1 in 8,
+    // and a CI run met it)
+    ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode", "D1:decode", "D2:decode", "D3:decode",
+        "D4:decode", "D5:decode", "D6:decode", "D7:decode"), json -> json
         .put("placement", new JsonObject().put("metrics_interval_s", 0.2).put("idle_metrics_interval_s", 0))
         .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000)),
         (iid, o) -> { });
