@@ -165,15 +165,21 @@ final class PlacementTable {
     if (queueMax <= 0) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
     long now = clockMs.getAsLong();
     long stale = 3 * settings.metricsIntervalMs();
-    long[] prefill = phaseRoom(Phase.PREFILL, model, queueMax, now, stale);
-    long[] decode = phaseRoom(Phase.DECODE, model, queueMax, now, stale);
-    long starts = Math.min(prefill[0], decode[0]);
+    PhaseRoom prefill = phaseRoom(Phase.PREFILL, model, queueMax, now, stale);
+    PhaseRoom decode = phaseRoom(Phase.DECODE, model, queueMax, now, stale);
+    long starts = Math.min(prefill.starts(), decode.starts());
     if (starts >= Integer.MAX_VALUE) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
-    return new narwhal.common.bus.LocalPlacement.Room(prefill[1] == 1 || decode[1] == 1, (int) starts, Math.min(prefill[2], decode[2]));
+    return new narwhal.common.bus.LocalPlacement.Room(prefill.saturated() || decode.saturated(), (int) starts,
+        Math.min(prefill.oldestMs(), decode.oldestMs()));
   }
 
-  /** A phase's {room, saturated (1 or 0), its oldest reading's time}. */
-  private long[] phaseRoom(Phase phase, String model, int queueMax, long now, long stale) {
+  /** One phase's room for a model: what its engines' queues take, whether every one is full, its oldest reading. */
+  private record PhaseRoom(long starts, boolean saturated, long oldestMs) {
+    /** An engine of the phase has no fresh reading, or none serves the model: the phase bounds nothing. */
+    static final PhaseRoom UNBOUNDED = new PhaseRoom(Integer.MAX_VALUE, false, Long.MAX_VALUE);
+  }
+
+  private PhaseRoom phaseRoom(Phase phase, String model, int queueMax, long now, long stale) {
     long room = 0;
     boolean any = false;
     boolean saturated = true;
@@ -181,19 +187,13 @@ final class PlacementTable {
     for (Slot s : slots.values()) {
       if (s.state != EngineState.SERVING || !permits(s.engine.role(), phase) || !s.serves(model)) continue;
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || now - r.readAtMs() > stale) return new long[] {Integer.MAX_VALUE, 0, Long.MAX_VALUE};
+      if (r == null || !r.ok() || now - r.readAtMs() > stale) return PhaseRoom.UNBOUNDED;
       any = true;
       saturated &= r.waiting() >= queueMax;
       room += (long) Math.max(0, queueMax - r.waiting());
       oldest = Math.min(oldest, r.readAtMs());
     }
-    return any ? new long[] {room, saturated ? 1 : 0, oldest} : new long[] {Integer.MAX_VALUE, 0, Long.MAX_VALUE};
-  }
-
-  /** Whether the engine is in the fleet and serving: it takes new legs. */
-  synchronized boolean takes(String iid) {
-    Slot slot = slots.get(iid);
-    return slot != null && slot.state == EngineState.SERVING;
+    return any ? new PhaseRoom(room, saturated, oldest) : PhaseRoom.UNBOUNDED;
   }
 
   /** A reading of an engine's load; a newer one restarts the count of legs sent since. */

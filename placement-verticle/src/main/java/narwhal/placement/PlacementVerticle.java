@@ -182,10 +182,14 @@ public final class PlacementVerticle extends VerticleBase {
     return Future.succeededFuture();
   }
 
-  /** The placement decision, as routers on this node reach it and as {@link #reserve(Message)} answers it on the bus. */
   /** How long a verdict on the engines' room is reused: every attempt asks, readings change once an interval. */
   private static final long ROOM_FRESH_NANOS = 20_000_000L;
 
+  /** A verdict on the engines' room and when it was taken ({@link System#nanoTime}). */
+  private record RoomVerdict(LocalPlacement.Room room, long atNanos) {
+  }
+
+  /** The placement decision, as routers on this node reach it and as {@link #reserve(Message)} answers it on the bus. */
   private final class Local implements LocalPlacement {
     @Override
     public Future<Reservation> reserve(ReserveRequest request) {
@@ -214,23 +218,23 @@ public final class PlacementVerticle extends VerticleBase {
     }
 
     /** Verdicts per model and bound, each taken at most {@link #ROOM_FRESH_NANOS} ago, and when. */
-    private final java.util.concurrent.ConcurrentHashMap<String, Object[]> rooms = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.ConcurrentHashMap<String, RoomVerdict> rooms = new java.util.concurrent.ConcurrentHashMap<>();
 
     @Override
     public boolean takes(String iid) {
-      return table.takes(iid);
+      return table.state(iid).filter(s -> s == EngineState.SERVING).isPresent();
     }
 
     @Override
     public Room room(String model, int queueMax) {
       String key = model + '\u0000' + queueMax;
       long now = System.nanoTime();
-      Object[] verdict = rooms.get(key);
-      if (verdict != null && now - (long) verdict[1] < ROOM_FRESH_NANOS) return (Room) verdict[0];
+      RoomVerdict verdict = rooms.get(key);
+      if (verdict != null && now - verdict.atNanos() < ROOM_FRESH_NANOS) return verdict.room();
       Room room = table.room(model, queueMax);
       // the models asked are those placement knows (a request naming another is refused before): a few keys; bounded anyway
       if (rooms.size() > 1_024) rooms.clear();
-      rooms.put(key, new Object[] {room, now});
+      rooms.put(key, new RoomVerdict(room, now));
       return room;
     }
 

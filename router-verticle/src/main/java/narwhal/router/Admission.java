@@ -310,7 +310,7 @@ final class Admission {
       }
       recheck = scheduleRecheck();
     }
-    if (recheck) context.owner().setTimer(RECHECK_MS, t -> recheck());
+    if (recheck) context.owner().setTimer(RECHECK_MS, t -> recheck(context.owner()));
     if (refused) {
       context.runOnContext(v -> turn.granted.tryFail(new QueueRefused(false)));
     } else if (turn.state == LegTurn.WAITING) {
@@ -357,7 +357,7 @@ final class Admission {
       }
       if (turn.state != LegTurn.DONE) done(turn);
     }
-    if (recheck) turn.context.owner().setTimer(RECHECK_MS, t -> recheck());
+    if (recheck) turn.context.owner().setTimer(RECHECK_MS, t -> recheck(turn.context.owner()));
     if (wasWaiting) turn.context.runOnContext(v -> {
       if (turn.timer >= 0) turn.context.owner().cancelTimer(turn.timer);
       turn.granted.tryFail(why);
@@ -395,26 +395,16 @@ final class Admission {
   }
 
   /** Held turns looked at again: those whose engines have room now start. */
-  private void recheck() {
+  private void recheck(io.vertx.core.Vertx vertx) {
     List<LegTurn> go;
-    Context next = null;
+    boolean again;
     synchronized (legQueue) {
       recheckScheduled = false;
       go = grantTurns(lastLimit, new Saturation());
-      if (scheduleRecheck()) next = anyWaitingContext();
+      again = scheduleRecheck();
     }
-    if (next != null) next.owner().setTimer(RECHECK_MS, t -> recheck());
+    if (again) vertx.setTimer(RECHECK_MS, t -> recheck(vertx));
     go.forEach(this::grant);
-  }
-
-  /** Under the lock: the context of some waiting turn (its Vert.x runs the next re-check). */
-  private Context anyWaitingContext() {
-    Context[] found = new Context[1];
-    legQueue.count(t -> {
-      if (found[0] == null) found[0] = t.context;
-      return false;
-    });
-    return found[0];
   }
 
   /**

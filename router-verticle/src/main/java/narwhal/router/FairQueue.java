@@ -85,11 +85,6 @@ final class FairQueue<T> {
     return e;
   }
 
-  /** The next item to leave, removed; null when none waits. */
-  Entry<T> poll() {
-    return poll(rank -> true, item -> true);
-  }
-
   /**
    * The next item to leave among those {@code eligible} (whose engines can take one more), removed; null when none of
    * the waiting ones is. An item that may not leave yet keeps its place: the first eligible one of its tenant goes in

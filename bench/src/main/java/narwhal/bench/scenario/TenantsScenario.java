@@ -152,12 +152,7 @@ public final class TenantsScenario implements Scenario {
   private static Phases phases(LoadGenerator load, HttpWork steady, HttpWork flood, HttpWork vip, double rate, int capacity,
                                int tokens, double warmS, double measureS, long targetMs, Progress progress, String label)
       throws Exception {
-    // outputs of 1/2 to 3/2 of the mean length, as real ones vary: requests of one length admitted together end together,
-    // and their legs then free in bursts a request's duration apart, which no order of the queue can smooth
-    List<Buffer> lengths = new ArrayList<>();
-    for (int i = 0; i < 5; i++) lengths.add(Bodies.completion(Math.max(1, tokens * (2 + i) / 4), true).toBuffer());
-    java.util.concurrent.atomic.AtomicInteger turn = new java.util.concurrent.atomic.AtomicInteger();
-    java.util.function.Supplier<Buffer> body = () -> lengths.get(Math.floorMod(turn.getAndIncrement() * 3, lengths.size()));
+    java.util.function.Supplier<Buffer> body = variedLengths(tokens);
     long timeoutMs = 120_000;
     progress.say(label + ": warm-up");
     load.closedLoop("warm-up", capacity, 0, warmS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs));
@@ -176,6 +171,18 @@ public final class TenantsScenario implements Scenario {
         () -> load.openLoop("steady at 3x", rate, measureS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs), 5, 0));
     double goodput = (within(third.measured, targetMs) + within(third.flood, targetMs)) / measureS;
     return new Phases(label, steadyAlone, steadyFlooded.measured, vipAlone, vipFlooded.measured, steadyFlooded.flood, goodput);
+  }
+
+  /**
+   * Streamed completions asking for 1/2 to 3/2 of {@code tokens} (mean {@code tokens}), in turn, as real outputs vary:
+   * requests of one length admitted together end together, and their legs then free in bursts a request's duration
+   * apart, which no order of the queue can smooth.
+   */
+  private static java.util.function.Supplier<Buffer> variedLengths(int tokens) {
+    List<Buffer> lengths = new ArrayList<>();
+    for (int i = 0; i < 5; i++) lengths.add(Bodies.completion(Math.max(1, tokens * (2 + i) / 4), true).toBuffer());
+    java.util.concurrent.atomic.AtomicInteger turn = new java.util.concurrent.atomic.AtomicInteger();
+    return () -> lengths.get(Math.floorMod(turn.getAndIncrement() * 3, lengths.size()));
   }
 
   /** A tenant's run {@code measured} while a closed loop of {@code concurrency} floods from another thread. */
@@ -228,12 +235,7 @@ public final class TenantsScenario implements Scenario {
       f.put("tenants", new JsonObject().put("metered", tenant(keys, "metered").put("tokens_per_minute", perMinute)));
       return f;
     }, REPLICAS);
-    // outputs of 1/2 to 3/2 of the mean length, as real ones vary: requests of one length admitted together end together,
-    // and their legs then free in bursts a request's duration apart, which no order of the queue can smooth
-    List<Buffer> lengths = new ArrayList<>();
-    for (int i = 0; i < 5; i++) lengths.add(Bodies.completion(Math.max(1, tokens * (2 + i) / 4), true).toBuffer());
-    java.util.concurrent.atomic.AtomicInteger turn = new java.util.concurrent.atomic.AtomicInteger();
-    java.util.function.Supplier<Buffer> body = () -> lengths.get(Math.floorMod(turn.getAndIncrement() * 3, lengths.size()));
+    java.util.function.Supplier<Buffer> body = variedLengths(tokens);
     List<Thread> threads = new ArrayList<>();
     List<RunStats> runs = java.util.Collections.synchronizedList(new ArrayList<>());
     for (int i = 0; i < REPLICAS.size(); i++) {
