@@ -36,7 +36,7 @@ public final class DecisionCpu {
       table.applyLoad(new EngineLoad(fleet.get(i).iid(), i % 7, i % 3, 0.1 * (i % 5), now[0], "bench", null));
     }
     String[] affinities = new String[1024];
-    for (int i = 0; i < affinities.length; i++) affinities[i] = "prefix:" + Long.toHexString(PlacementTable.fnv1a("group " + i));
+    for (int i = 0; i < affinities.length; i++) affinities[i] = "prefix:" + Long.toHexString(narwhal.common.bus.Rendezvous.hash("group " + i));
     run(table, affinities, Math.max(2_000, requests / 4));
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     long before = threads.getCurrentThreadCpuTime();

@@ -37,12 +37,14 @@ final class BreakerMetrics {
       for (ProbeOutcome outcome : ProbeOutcome.values()) probes(iid, kind, outcome);
     }
     READMISSION_EVIDENCE.forEach(evidence -> readmissions(iid, evidence));
+    livenessChecks(iid, true);
+    livenessChecks(iid, false);
     refused();
   }
 
   private static final List<String> ENGINE_SERIES = List.of("narwhal.ejected", "narwhal.engine.quarantined",
       "narwhal.engine.held", "narwhal.engine.breaker.streak", "narwhal.engine.ejections", "narwhal.engine.probes",
-      "narwhal.engine.readmissions");
+      "narwhal.engine.readmissions", "narwhal.engine.liveness.checks");
 
   /** Keeps the series of the engines listed and drops every other engine's (removed by a reload). */
   void retain(List<String> iids) {
@@ -71,6 +73,11 @@ final class BreakerMetrics {
         .tags("iid", iid, "evidence", evidence).register(registry);
   }
 
+  private Counter livenessChecks(String iid, boolean ok) {
+    return Counter.builder("narwhal.engine.liveness.checks").description("liveness sweeps of the engine's /health this replica ran, by outcome")
+        .tags("iid", iid, "outcome", ok ? "ok" : "missed").register(registry);
+  }
+
   private Counter refused() {
     return Counter.builder("narwhal.admin.refused").description("admin commands refused for a missing or wrong token")
         .register(registry);
@@ -86,6 +93,10 @@ final class BreakerMetrics {
 
   void readmitted(String iid, String evidence) {
     readmissions(iid, evidence).increment();
+  }
+
+  void livenessChecked(String iid, boolean ok) {
+    livenessChecks(iid, ok).increment();
   }
 
   void adminRefused() {

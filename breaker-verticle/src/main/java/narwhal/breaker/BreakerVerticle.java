@@ -40,6 +40,7 @@ public final class BreakerVerticle extends VerticleBase {
   private SharedStateGuard guard;
   private ClusterSync sync;
   private ProbeScheduler probes;
+  private LivenessSweep liveness;
   private ReplicaRoster roster;
   private java.util.Collection<String> uncheckedAtStart = List.of();
 
@@ -88,7 +89,8 @@ public final class BreakerVerticle extends VerticleBase {
         new DecisionFile(vertx, cfg.cluster().decisionsPath(), origin), journal);
     OutcomeIntake intake = new OutcomeIntake(book, sync, metrics, journal);
     prober = new Prober(vertx, config, env);
-    probes = new ProbeScheduler(vertx, config, book, prober, shared, sync, intake, metrics, journal);
+    liveness = new LivenessSweep(vertx, config, book, prober, sync, intake, metrics, guard, origin, System::currentTimeMillis);
+    probes = new ProbeScheduler(vertx, config, book, prober, shared, sync, intake, liveness, metrics, journal);
     roster = new ReplicaRoster(vertx, shared, book, origin, config, registry);
     AdminHandler admin = new AdminHandler(vertx, book, intake, probes, metrics,
         AdminHandler.token(() -> config.get().admin().token(), env), this::state, roster, shared, System::currentTimeMillis);
@@ -120,6 +122,7 @@ public final class BreakerVerticle extends VerticleBase {
         }));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList())
         .compose(v -> sync.start())
+        .compose(v -> liveness.start())
         .compose(v -> intake.step(() -> book.unchecked(uncheckedAtStart)))
         .compose(v -> roster.refresh("start"))
         .onSuccess(v -> arm(cfg));
@@ -135,6 +138,7 @@ public final class BreakerVerticle extends VerticleBase {
   public Future<?> stop() {
     if (probes != null) probes.stop();
     if (sync != null) sync.stop();
+    if (liveness != null) liveness.stop();
     Future<Void> left = roster == null ? Future.succeededFuture() : roster.stop();
     return left.eventually(() -> {
       if (guard != null) guard.close();

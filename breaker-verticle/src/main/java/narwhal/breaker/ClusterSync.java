@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.LongSupplier;
 import java.util.logging.Logger;
 
@@ -216,14 +217,21 @@ final class ClusterSync {
 
   /** Takes over a fleet-change event or shared-map entry, if it is newer than what this replica holds. */
   void applyShared(JsonObject json) {
+    takeShared(json);
+  }
+
+  /** As {@link #applyShared}; whether it changed this book. */
+  private boolean takeShared(JsonObject json) {
     FleetHoldEvent hold = FleetHoldEvent.fromJson(json);
     if (hold != null) {
-      if (book.applyFleetHold(hold)) LOG.info(() -> "fleet hold " + (hold.held() ? "put" : "lifted") + " by " + hold.origin());
-      return;
+      boolean changed = book.applyFleetHold(hold);
+      if (changed) LOG.info(() -> "fleet hold " + (hold.held() ? "put" : "lifted") + " by " + hold.origin());
+      return changed;
     }
     EngineStateEvent event = EngineStateEvent.fromJson(json);
-    if (event == null) return;
-    book.applyRemote(event).ifPresent(change -> {
+    if (event == null) return false;
+    Optional<BreakerAction.StateChange> taken = book.applyRemote(event);
+    taken.ifPresent(change -> {
       LOG.info(() -> "engine " + change.iid() + ": " + change.from().wireName() + " → " + change.to().wireName() + " ("
           + change.cause() + ", decided by " + event.origin() + ")");
       journal.accept(new JsonObject().put("event", "engine_state").put("iid", change.iid()).put("from", change.from().wireName())
@@ -231,6 +239,7 @@ final class ClusterSync {
     });
     scheduleExpiry(event.iid());
     keepDecisions();
+    return taken.isPresent();
   }
 
   private void keepDecisions() {
@@ -274,7 +283,8 @@ final class ClusterSync {
     Future<Integer> states = shared.states().compose(list -> {
       Map<String, StateVersion> held = new HashMap<>();
       for (JsonObject json : list) {
-        applyShared(json);
+        // a state this replica missed the message of: placement on this node hears it from here, not from a read of its own
+        if (takeShared(json)) local(json);
         FleetHoldEvent hold = FleetHoldEvent.fromJson(json);
         EngineStateEvent event = hold == null ? EngineStateEvent.fromJson(json) : null;
         long now = clockMs.getAsLong();

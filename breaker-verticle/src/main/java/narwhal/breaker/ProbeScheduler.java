@@ -6,7 +6,6 @@ import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.EngineState;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
-import narwhal.common.fault.FailureClass;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -19,7 +18,7 @@ import java.util.logging.Logger;
 /**
  * When the breaker looks at engines (docs/operations.md#breaker-states): the probes the book asks for, each under the engine's
  * cluster-wide probe lock (a replica that cannot take it skips the probe); the monitor tick and readmission rounds; the
- * liveness sweep, at most once per interval cluster-wide; and the whole-fleet validation of a wave restart.
+ * liveness sweep ({@link LivenessSweep}); and the whole-fleet validation of a wave restart.
  */
 final class ProbeScheduler {
   private static final Logger LOG = Logger.getLogger(ProbeScheduler.class.getName());
@@ -40,7 +39,7 @@ final class ProbeScheduler {
   private int running;
 
   ProbeScheduler(Vertx vertx, Supplier<NarwhalConfig> config, BreakerBook book, Prober prober, SharedBreakerState shared,
-                 ClusterSync sync, OutcomeIntake intake, BreakerMetrics metrics, Consumer<JsonObject> journal) {
+                 ClusterSync sync, OutcomeIntake intake, LivenessSweep liveness, BreakerMetrics metrics, Consumer<JsonObject> journal) {
     this.vertx = vertx;
     this.config = config;
     this.book = book;
@@ -53,7 +52,7 @@ final class ProbeScheduler {
     this.cadences = List.of(
         new Cadence(vertx, () -> config.get().recovery().monitorIntervalMs(), () -> intake.step(book::tick)),
         new Cadence(vertx, () -> config.get().recovery().readmitIntervalMs(), () -> intake.step(book::readmissionRound)),
-        new Cadence(vertx, () -> config.get().recovery().livenessIntervalMs(), this::livenessSweep));
+        new Cadence(vertx, () -> config.get().recovery().livenessIntervalMs(), liveness::sweep));
   }
 
   /**
@@ -126,25 +125,6 @@ final class ProbeScheduler {
       case LIFECYCLE -> prober.lifecycle(target, this::serving, probe.streamed());
     };
     return outcome.otherwise(err -> ProbeResult.inconclusive("probe error: " + err.getMessage()));
-  }
-
-  /**
-   * Checks each serving engine's {@code /health}, once per sweep interval cluster-wide: under the engine's liveness lock
-   * a replica checks only when no replica did within the last 90% of the interval, so misses count once, not once per
-   * replica. The last-check stamps are wall-clock coordination data, not breaker time.
-   */
-  private void livenessSweep() {
-    long interval = config.get().recovery().livenessIntervalMs();
-    for (String iid : book.servingEngines()) {
-      EngineConfig engine = engine(iid);
-      if (engine == null) continue;
-      shared.livenessLock(iid, config.get().engine().healthTimeoutMs() + 1_000).onSuccess(lock -> lock.ifPresent(held -> shared.lastLivenessCheck(iid).otherwise(0L)
-          .compose(last -> System.currentTimeMillis() - last < interval * 9 / 10 ? Future.<Void>succeededFuture()
-              : prober.healthy(engine).compose(ok -> shared.livenessChecked(iid, System.currentTimeMillis()).otherwise((Void) null)
-                  .compose(v -> ok ? intake.step(() -> book.liveness(iid, true))
-                      : sync.countFailure(iid, FailureClass.LIVENESS).compose(misses -> intake.step(() -> book.liveness(iid, false, misses))))))
-          .onComplete(done -> held.release())));
-    }
   }
 
   /**

@@ -28,16 +28,13 @@ import java.util.function.Supplier;
  *   <li>{@code narwhal.engine-state}: iid → {@link EngineStateEvent} JSON, plus the {@link FleetHoldEvent};</li>
  *   <li>counters {@code narwhal.streak.<iid>.<class>}: consecutive failures of one class, counted by every replica;</li>
  *   <li>leases {@code probe.<iid>} in map {@code narwhal.leases}: one probe of an engine at a time, cluster-wide;</li>
- *   <li>leases {@code liveness.<iid>} and map {@code narwhal.liveness}: one liveness check of an engine per sweep
- *   interval, cluster-wide, so misses are not counted once per replica;</li>
  *   <li>map {@code narwhal.replicas}: each replica's {@link ReplicaRoster} entry, written with a time to live.</li>
  * </ul>
  * A lease is a map entry {@code {by, until}} taken by compare-and-set and removed by its holder; one whose holder froze,
  * died or lost the entry's release in a partition's migration runs out at {@code until} and is taken over, so no
- * replica can block probes or liveness checks for good (Hazelcast's own locks have no such end).
+ * replica can block probes for good (Hazelcast's own locks have no such end).
  */
 final class SharedBreakerState implements AdminHandler.SharedReads {
-  static final String LIVENESS_MAP = "narwhal.liveness";
   /** Map of the admin proofs' nonces taken by any replica, each kept while its proof could still be fresh. */
   static final String ADMIN_NONCES = "narwhal.admin-nonces";
   static final String LEASES = "narwhal.leases";
@@ -186,10 +183,6 @@ final class SharedBreakerState implements AdminHandler.SharedReads {
     return lease("probe." + iid, leaseMs);
   }
 
-  Future<Optional<Lock>> livenessLock(String iid, long leaseMs) {
-    return lease("liveness." + iid, leaseMs);
-  }
-
   private Future<Optional<Lock>> lease(String name, long leaseMs) {
     long now = wallClockMs.getAsLong();
     String mine = seal.seal(LEASES, name, new JsonObject().put("by", holder + "#" + (++leases)).put("until", now + leaseMs)).encode();
@@ -204,30 +197,6 @@ final class SharedBreakerState implements AdminHandler.SharedReads {
         .map(taken -> taken ? Optional.<Lock>of(() -> guard.run(() -> this.<String>map(LEASES).compose(m -> m.removeIfPresent(name, mine)))
             .onFailure(err -> { })) : Optional.<Lock>empty())
         .otherwise(Optional.of(LOCAL_ONLY));
-  }
-
-  /** When a replica last checked an engine's liveness (epoch ms), 0 if never or unknown. */
-  Future<Long> lastLivenessCheck(String iid) {
-    return guard.run(() -> this.<Object>map(LIVENESS_MAP).compose(m -> m.get(iid))).map(value -> {
-      long at = livenessStamp(iid, value);
-      return ClockBound.ahead(at, wallClockMs.getAsLong()) ? 0L : at;
-    });
-  }
-
-  /**
-   * A liveness stamp as written: sealed text {@code {"at_ms"}}; a bare number (a replica of an older build) only
-   * while no cluster secret is set. Anything else, or a seal that does not verify, is no stamp: the sweep runs.
-   */
-  private long livenessStamp(String iid, Object value) {
-    if (value instanceof Number n) return seal.enabled() ? 0L : n.longValue();
-    if (!(value instanceof String text)) return 0L;
-    JsonObject opened = seal.openText(LIVENESS_MAP, iid, text);
-    return opened != null && opened.getValue("at_ms") instanceof Number n ? n.longValue() : 0L;
-  }
-
-  Future<Void> livenessChecked(String iid, long atMs) {
-    return guard.run(() -> this.<String>map(LIVENESS_MAP).compose(m -> m.put(iid,
-        seal.seal(LIVENESS_MAP, iid, new JsonObject().put("at_ms", atMs)).encode())));
   }
 
   /** Writes this replica's roster entry, gone after {@code ttlMs} unless written again. */

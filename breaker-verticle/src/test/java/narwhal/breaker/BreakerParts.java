@@ -36,6 +36,7 @@ final class BreakerParts {
   final ClusterSync sync;
   final OutcomeIntake intake;
   final Prober prober;
+  final LivenessSweep liveness;
   final ProbeScheduler probes;
   final AdminHandler admin;
 
@@ -52,7 +53,8 @@ final class BreakerParts {
         new DecisionFile(vertx, config.cluster().decisionsPath(), ORIGIN), journal);
     intake = new OutcomeIntake(book, sync, metrics, journal);
     prober = new Prober(vertx, () -> config, name -> null);
-    probes = new ProbeScheduler(vertx, () -> config, book, prober, shared, sync, intake, metrics, journal);
+    liveness = new LivenessSweep(vertx, () -> config, book, prober, sync, intake, metrics, guard, ORIGIN, System::currentTimeMillis);
+    probes = new ProbeScheduler(vertx, () -> config, book, prober, shared, sync, intake, liveness, metrics, journal);
     admin = new AdminHandler(vertx, book, intake, probes, metrics, () -> token, () -> new JsonObject()
         .put("engines", book.snapshot()).put("fleet_hold", book.fleetHold()).put("shared_state", guard.state()), shared);
   }

@@ -108,11 +108,9 @@ public final class ClusterBootstrap {
     Map<String, Class<?>> policies = new LinkedHashMap<>();
     // Engine states and the fleet hold: the newer version (changed_ms, origin) wins, as in every breaker's writes.
     policies.put(SharedState.ENGINE_STATE_MAP, NewestStateMergePolicy.class);
-    // Epoch ms of each engine's last liveness check: the latest check.
-    policies.put("narwhal.liveness", LargerNumberMergePolicy.class);
     // Vert.x counters, i.e. the breaker's failure streaks: the longer streak.
     policies.put("__vertx.map.counter", LargerNumberMergePolicy.class);
-    // Probe and liveness leases: the surviving side's lease stands (both run out at their "until").
+    // Probe leases: the surviving side's lease stands (both run out at their "until").
     policies.put("narwhal.leases", PutIfAbsentMergePolicy.class);
     // Response ids are unique: every id either side recorded is kept.
     policies.put("narwhal.response-owners", PutIfAbsentMergePolicy.class);

@@ -7,9 +7,8 @@ import com.hazelcast.spi.merge.SplitBrainMergePolicy;
 
 /**
  * How maps of numbers heal after a split brain (docs/operations.md#partitions): of the two sides' entries for a key
- * the larger number stays. For {@code narwhal.liveness} (an engine's last liveness check: sealed text whose
- * {@code at_ms} is compared) that is the latest check; for the breaker's failure streaks (Vert.x counters, map {@code __vertx.map.counter}) the longer streak,
- * so failures either side counted are not forgotten (a success resets the streak cluster-wide). An entry that is not
+ * the larger number stays: for the breaker's failure streaks (Vert.x counters, map {@code __vertx.map.counter}) the
+ * longer streak, so failures either side counted are not forgotten (a success resets the streak cluster-wide). An entry that is not
  * a number loses to one that is; of two that are not, the surviving side's stays.
  */
 public final class LargerNumberMergePolicy implements SplitBrainMergePolicy<Object, MergingValue<Object>, Object> {
@@ -24,15 +23,8 @@ public final class LargerNumberMergePolicy implements SplitBrainMergePolicy<Obje
     return incoming > held ? merging.getRawValue() : existing.getRawValue();
   }
 
-  /** A number, or a liveness stamp's sealed text {@code {"at_ms": n, ...}} (its tag is checked by the reader); else null. */
   private static Long number(Object value) {
-    if (value instanceof Number n) return n.longValue();
-    if (!(value instanceof String text)) return null;
-    try {
-      return new io.vertx.core.json.JsonObject(text).getValue("at_ms") instanceof Number n ? n.longValue() : null;
-    } catch (RuntimeException notJson) {
-      return null;
-    }
+    return value instanceof Number n ? n.longValue() : null;
   }
 
   @Override

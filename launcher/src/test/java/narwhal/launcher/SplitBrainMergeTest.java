@@ -24,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * Two real Hazelcast members with the replicas' config ({@link ClusterBootstrap#hazelcastConfig}) that formed two
  * clusters (the second started knowing only itself, as each side of a healed partition is) merge; each side holds the
  * newer entry of one key, so whichever side Hazelcast merges into the other, the merged maps keep the newer engine
- * state (by its version) and the larger liveness stamp and streak, not the surviving side's entry.
+ * state (by its version) and the longer streak, not the surviving side's entry.
  */
 @Timeout(180)
 class SplitBrainMergeTest {
@@ -47,12 +47,6 @@ class SplitBrainMergeTest {
       statesB.put("D2", state("D2", "ejected", 3_000, "breaker-b"));
       statesA.put("D3", state("D3", "drained", 5_000, "breaker-a"));
       statesB.put("D3", state("D3", "serving", 5_000, "breaker-b"));
-      IMap<String, Long> livenessA = a.getMap("narwhal.liveness");
-      IMap<String, Long> livenessB = b.getMap("narwhal.liveness");
-      livenessA.put("D1", 9_000L);
-      livenessB.put("D1", 7_000L);
-      livenessA.put("D2", 7_000L);
-      livenessB.put("D2", 9_000L);
       IMap<String, Long> countersA = a.getMap("__vertx.map.counter");
       IMap<String, Long> countersB = b.getMap("__vertx.map.counter");
       countersA.put("narwhal.streak.D1.connection", 2L);
@@ -64,14 +58,12 @@ class SplitBrainMergeTest {
       await("the two clusters merge", () -> a.getCluster().getMembers().size() == 2 && second.getCluster().getMembers().size() == 2);
       Map<String, String> newest = Map.of("D1", state("D1", "ejected", 2_000, "breaker-a"), "D2", state("D2", "ejected", 3_000, "breaker-b"),
           "D3", state("D3", "serving", 5_000, "breaker-b"));
-      Map<String, Long> latest = Map.of("D1", 9_000L, "D2", 9_000L);
       Map<String, Long> longest = Map.of("narwhal.streak.D1.connection", 2L, "narwhal.streak.D2.connection", 2L);
       for (HazelcastInstance member : List.of(a, b)) {
         await("the merged maps settle on " + member.getCluster().getLocalMember() + ", holding "
-            + Map.copyOf(member.getMap(SharedState.ENGINE_STATE_MAP)) + " " + Map.copyOf(member.getMap("narwhal.liveness")) + " "
+            + Map.copyOf(member.getMap(SharedState.ENGINE_STATE_MAP)) + " "
             + Map.copyOf(member.getMap("__vertx.map.counter")), () ->
             Map.copyOf(member.<String, String>getMap(SharedState.ENGINE_STATE_MAP)).equals(newest)
-                && Map.copyOf(member.<String, Long>getMap("narwhal.liveness")).equals(latest)
                 && Map.copyOf(member.<String, Long>getMap("__vertx.map.counter")).equals(longest));
       }
     } finally {

@@ -21,6 +21,7 @@ import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.ClusterView;
 import narwhal.common.bus.LegsSent;
+import narwhal.common.bus.Rendezvous;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.common.config.PlacementConfig;
@@ -181,7 +182,7 @@ final class LoadReadings {
       for (EngineConfig engine : engines) {
         EngineLoad known = table.load(engine.iid());
         long age = known == null ? now - unreadSince.computeIfAbsent(engine.iid(), k -> now) : now - known.readAtMs();
-        int rank = PlacementTable.rank(engine.iid(), members, self);
+        int rank = Rendezvous.rank(engine.iid(), members, self);
         // a backup waits out the owner's reading too (it may take up to metrics_timeout_s) before it takes over
         long wait = (known == null ? 0 : due(known)) + rank * (interval + config.get().placement().metricsTimeoutMs());
         if (age >= wait && inFlight.add(engine.iid())) {

@@ -4,6 +4,7 @@ import narwhal.common.bus.EngineState;
 import narwhal.common.bus.LegsSent;
 import narwhal.common.bus.PrefixSnapshot;
 import narwhal.common.bus.PrefixesPlaced;
+import narwhal.common.bus.Rendezvous;
 import narwhal.common.bus.Reservation;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.PlacementConfig;
@@ -85,7 +86,7 @@ final class PlacementTable {
 
     Slot(EngineConfig engine) {
       this.engine = engine;
-      this.hash = fnv1a(engine.iid());
+      this.hash = Rendezvous.hash(engine.iid());
     }
   }
 
@@ -527,14 +528,14 @@ final class PlacementTable {
    * {@code load_factor} × the mean load + 1: its index + 1, negated when it is not the first in the order (a spill).
    */
   private int byAffinity(List<Slot> candidates, double[] scores, String affinity) {
-    long key = fnv1a(affinity);
+    long key = Rendezvous.hash(affinity);
     double bound = bound(scores);
     int first = -1;
     int within = -1;
     long firstWeight = 0;
     long withinWeight = 0;
     for (int i = 0; i < scores.length; i++) {
-      long weight = mix(key ^ candidates.get(i).hash);
+      long weight = Rendezvous.weight(key, candidates.get(i).hash);
       if (first < 0 || Long.compareUnsigned(weight, firstWeight) > 0) {
         first = i;
         firstWeight = weight;
@@ -550,34 +551,18 @@ final class PlacementTable {
 
   /** The first engine in {@code affinity}'s rendezvous order of those whose role and model could take the leg, in service or not. */
   private Slot sessionProducer(Phase phase, String model, boolean local, String affinity) {
-    long key = fnv1a(affinity);
+    long key = Rendezvous.hash(affinity);
     Slot first = null;
     long firstWeight = 0;
     for (Slot slot : slots.values()) {
       if (!permits(slot.engine.role(), phase) || !slot.serves(model) || local && slot.engine.role() != Role.BOTH) continue;
-      long weight = mix(key ^ slot.hash);
+      long weight = Rendezvous.weight(key, slot.hash);
       if (first == null || Long.compareUnsigned(weight, firstWeight) > 0) {
         first = slot;
         firstWeight = weight;
       }
     }
     return first;
-  }
-
-  static long fnv1a(String s) {
-    long h = 0xcbf29ce484222325L;
-    for (int i = 0; i < s.length(); i++) {
-      h ^= s.charAt(i);
-      h *= 0x100000001b3L;
-    }
-    return h;
-  }
-
-  /** SplitMix64's finalizer: a well-spread rendezvous weight. */
-  private static long mix(long z) {
-    z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
-    z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
-    return z ^ (z >>> 31);
   }
 
   /** Releases a reservation; releasing an unknown or already released id changes nothing. */
@@ -681,23 +666,6 @@ final class PlacementTable {
   synchronized EngineLoad load(String iid) {
     Slot slot = slots.get(iid);
     return slot == null ? null : slot.load;
-  }
-
-  /**
-   * Where {@code self} stands in {@code iid}'s rendezvous order over {@code members} (0: the owner, who reads the
-   * engine; 1: the first to take over when the owner goes quiet; …); 0 when {@code self} is not among them.
-   */
-  static int rank(String iid, java.util.Collection<String> members, String self) {
-    if (!members.contains(self)) return 0;
-    long key = fnv1a(iid);
-    long mine = mix(key ^ fnv1a(self));
-    int before = 0;
-    for (String member : members) {
-      if (member.equals(self)) continue;
-      long theirs = mix(key ^ fnv1a(member));
-      if (Long.compareUnsigned(theirs, mine) > 0 || theirs == mine && member.compareTo(self) < 0) before++;
-    }
-    return before;
   }
 
   public synchronized List<EngineView> view() {

@@ -41,8 +41,9 @@ import java.util.function.UnaryOperator;
  * Answers "which engine for this phase of this request" on the local bus and keeps per-engine reservations
  * per phase. Engine states arrive as fleet-change messages (from the breaker of any replica) and from the
  * cluster-wide {@code narwhal.engine-state} map, read at start (a replica that joins late gets the current
- * state) and again every resync interval (a missed message is repaired); of two versions of an engine's state
- * the newer ({@code changed_ms}, {@code origin}) wins. No network call sits on the request path.
+ * state) and again every resync interval, {@value #DEFAULT_RESYNC_MS} ms: a missed message is repaired sooner by the
+ * breaker of this node, whose own resync (every second) publishes here each state it took from the map; of two
+ * versions of an engine's state the newer ({@code changed_ms}, {@code origin}) wins. No network call sits on the request path.
  * In: {@link Addresses#PLACEMENT_RESERVE}, {@link Addresses#PLACEMENT_RELEASE}, {@link Addresses#PLACEMENT_STATE},
  * {@link Addresses#FLEET_CHANGED}. A stopping replica's refusals and readiness are the router's ({@code Admission}):
  * placement keeps placing the legs of the requests in flight until the router is gone. Routers on this node reserve
@@ -50,7 +51,7 @@ import java.util.function.UnaryOperator;
  * when no engine could decode it: its KV would be pinned on the producer for nothing.
  */
 public final class PlacementVerticle extends VerticleBase {
-  static final long DEFAULT_RESYNC_MS = 1_000;
+  static final long DEFAULT_RESYNC_MS = 10_000;
   /**
    * How long after a peer joined the snapshot is asked for: a member back from a merge registers its consumers again,
    * and a request before that finds no one.

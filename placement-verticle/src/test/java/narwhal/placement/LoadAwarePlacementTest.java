@@ -191,7 +191,7 @@ class LoadAwarePlacementTest {
     java.util.Map<String, String> homes = new java.util.HashMap<>();
     List<String> held = new ArrayList<>();
     for (int group = 0; group < 40; group++) {
-      String affinity = "prefix:" + Long.toHexString(PlacementTable.fnv1a("system prompt " + group));
+      String affinity = "prefix:" + Long.toHexString(narwhal.common.bus.Rendezvous.hash("system prompt " + group));
       var r = a.reserve(Phase.PREFILL, Set.of(), null, affinity).orElseThrow();
       held.add(r.id());
       homes.put(affinity, r.iid());
@@ -357,7 +357,7 @@ class LoadAwarePlacementTest {
     for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
     java.util.Map<String, Integer> perProducer = new java.util.TreeMap<>();
     for (int i = 0; i < 12; i++) {
-      String affinity = "prefix:" + Long.toHexString(PlacementTable.fnv1a("unique prompt " + i));
+      String affinity = "prefix:" + Long.toHexString(narwhal.common.bus.Rendezvous.hash("unique prompt " + i));
       perProducer.merge(place(t, Phase.PREFILL, affinity), 1, Integer::sum);
     }
     assertEquals(Set.of("P0", "P1", "P2", "P3"), perProducer.keySet(), "every producer takes some: " + perProducer);

@@ -1,7 +1,7 @@
 package narwhal.common.bus;
 
 /** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN}, {@link #FLEET_CHANGED},
- * {@link #STREAK_CHANGED}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_SENT}, {@link #PLACEMENT_LOADS}, {@link #PLACEMENT_SNAPSHOT} and
+ * {@link #STREAK_CHANGED}, {@link #LIVENESS_SWEPT}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_SENT}, {@link #PLACEMENT_LOADS}, {@link #PLACEMENT_SNAPSHOT} and
  * {@link #CONFIG_RELOAD} cross the cluster. */
 public final class Addresses {
   /** Request-reply: a {@link ReserveRequest}, answered with a {@link Reservation} or a {@link Failures#NO_ENGINE} failure. */
@@ -55,6 +55,11 @@ public final class Addresses {
   public static final String BREAKER_OUTCOME = "narwhal.breaker.outcome";
   /** Cluster publish: one engine's streak of one failure class changed ({@code {"origin", "iid", "class", "streak"}}). */
   public static final String STREAK_CHANGED = "narwhal.breaker.streak";
+  /**
+   * Cluster publish: {@code {"origin", "iids": [...]}}, the serving engines whose {@code /health} a replica checks in
+   * one liveness sweep (its own, or taken over from an owner gone quiet), so no other replica checks them again.
+   */
+  public static final String LIVENESS_SWEPT = "narwhal.breaker.liveness";
   /** Request-reply: the breaker's view: each engine's state, cause and streaks per class, and the fleet hold. */
   public static final String BREAKER_STATE = "narwhal.breaker.state";
   /**
