@@ -187,7 +187,7 @@ public final class PlacementVerticle extends VerticleBase {
   private static final long ROOM_FRESH_NANOS = 20_000_000L;
 
   /** A verdict on the engines' room and when it was taken ({@link System#nanoTime}). */
-  private record RoomVerdict(LocalPlacement.Room room, long atNanos) {
+  private record RoomVerdict(LocalPlacement.Room room, int queueMax, long atNanos) {
   }
 
   /** The placement decision, as routers on this node reach it and as {@link #reserve(Message)} answers it on the bus. */
@@ -218,7 +218,7 @@ public final class PlacementVerticle extends VerticleBase {
       return readiness;
     }
 
-    /** Verdicts per model and bound, each taken at most {@link #ROOM_FRESH_NANOS} ago, and when. */
+    /** Verdicts per model (with the bound they were taken for), each taken at most {@link #ROOM_FRESH_NANOS} ago, and when. */
     private final java.util.concurrent.ConcurrentHashMap<String, RoomVerdict> rooms = new java.util.concurrent.ConcurrentHashMap<>();
 
     @Override
@@ -228,14 +228,13 @@ public final class PlacementVerticle extends VerticleBase {
 
     @Override
     public Room room(String model, int queueMax) {
-      String key = model + '\u0000' + queueMax;
       long now = System.nanoTime();
-      RoomVerdict verdict = rooms.get(key);
-      if (verdict != null && now - verdict.atNanos() < ROOM_FRESH_NANOS) return verdict.room();
+      RoomVerdict verdict = rooms.get(model);
+      if (verdict != null && verdict.queueMax() == queueMax && now - verdict.atNanos() < ROOM_FRESH_NANOS) return verdict.room();
       Room room = table.room(model, queueMax);
       // the models asked are those placement knows (a request naming another is refused before): a few keys; bounded anyway
       if (rooms.size() > 1_024) rooms.clear();
-      rooms.put(key, new RoomVerdict(room, now));
+      rooms.put(model, new RoomVerdict(room, queueMax, now));
       return room;
     }
 

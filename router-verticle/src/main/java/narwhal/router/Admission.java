@@ -419,11 +419,13 @@ final class Admission {
     /** How long a start is remembered at most: readings older than this are stale anyway. */
     private static final long REMEMBER_MS = 60_000;
     private static final int REMEMBER_MAX = 100_000;
-    private final java.util.Map<String, long[]> asked = new java.util.HashMap<>(4);
+    /** Made on the first model asked: most decisions of a one-model fleet ask one, many ask none. */
+    private java.util.Map<String, long[]> asked;
 
     /** The starts the model's engines take now ({@link #UNBOUNDED}: no bound); null model: unbounded. */
     private long[] room(String model) {
       if (model == null) return new long[] {UNBOUNDED};
+      if (asked == null) asked = new java.util.HashMap<>(4);
       return asked.computeIfAbsent(model, m -> {
         LocalPlacement.Room room = rooms.apply(m);
         if (room == null || !room.bounded()) return unbound(m);

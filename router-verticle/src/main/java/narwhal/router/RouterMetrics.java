@@ -214,13 +214,24 @@ final class RouterMetrics {
     if (timer != null) timer.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
   }
 
-  private final java.util.Map<narwhal.common.config.TenantConfig, Counter[]> tenantRequests = new java.util.concurrent.ConcurrentHashMap<>();
+  /** A tenant's counters (tagged by its name and class) with the settings last seen (a reload makes new ones). */
+  private record TenantCounters(narwhal.common.config.TenantConfig tenant, Counter admitted, Counter overQuota) {
+  }
+
+  private final java.util.Map<String, TenantCounters> tenantRequests = new java.util.concurrent.ConcurrentHashMap<>();
   private final java.util.Map<String, Counter> tenantTokens = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** A request of {@code tenant} admitted or refused by its quotas ({@code narwhal_tenant_requests_total}). */
   void tenantRequest(narwhal.common.config.TenantConfig tenant, boolean admitted) {
-    tenantRequests.computeIfAbsent(tenant, t -> new Counter[] {tenantCounter(t, "admitted"), tenantCounter(t, "over_quota")})
-        [admitted ? 0 : 1].increment();
+    // every request: found by the name's cached hash and the settings' identity, not by hashing the whole record
+    TenantCounters counters = tenantRequests.get(tenant.name());
+    if (counters == null || counters.tenant() != tenant) {
+      counters = counters != null && counters.tenant().priorityClass().equals(tenant.priorityClass())
+          ? new TenantCounters(tenant, counters.admitted(), counters.overQuota())
+          : new TenantCounters(tenant, tenantCounter(tenant, "admitted"), tenantCounter(tenant, "over_quota"));
+      tenantRequests.put(tenant.name(), counters);
+    }
+    (admitted ? counters.admitted() : counters.overQuota()).increment();
   }
 
   private Counter tenantCounter(narwhal.common.config.TenantConfig t, String outcome) {

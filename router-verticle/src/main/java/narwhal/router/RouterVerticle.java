@@ -38,6 +38,8 @@ public final class RouterVerticle extends VerticleBase {
   private final Supplier<List<String>> members;
   private final UnaryOperator<String> env;
   private final Admission admission = new Admission();
+  /** The node's placement, once it is deployed (the engines' room is asked of it several times a request). */
+  private volatile narwhal.common.bus.LocalPlacement localPlacement;
   private Replica shared;
   /** The configuration this replica started with (start-only keys keep its values) and the last one applied. */
   private NarwhalConfig startedWith;
@@ -97,7 +99,10 @@ public final class RouterVerticle extends VerticleBase {
       admission.onReservedForHigh(() -> config.get().flow().reservedForHigh());
       admission.onEngineRoom(model -> {
         int queueMax = config.get().flow().engineQueueMax();
-        narwhal.common.bus.LocalPlacement placement = queueMax > 0 ? narwhal.common.bus.LocalPlacement.of(vertx) : null;
+        if (queueMax <= 0) return null;
+        // asked several times a request: the node's placement is looked up once it is there, not every time
+        narwhal.common.bus.LocalPlacement placement = localPlacement;
+        if (placement == null) placement = localPlacement = narwhal.common.bus.LocalPlacement.of(vertx);
         return placement == null ? null : placement.room(model, queueMax);
       });
       shared = new Replica(config, facts, registry, metrics, journal, retryBudget, admission, members, env, access,
