@@ -3,6 +3,7 @@ package narwhal.placement;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -10,12 +11,17 @@ import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.WebClient;
 import io.vertx.ext.web.client.WebClientOptions;
 import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ClusterSeal;
+import narwhal.common.bus.ClusterView;
+import narwhal.common.bus.Rendezvous;
 import narwhal.common.config.EngineConfig;
 import narwhal.common.config.NarwhalConfig;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -27,35 +33,64 @@ import java.util.function.Supplier;
  * an adapter only to engines whose last listing holds it, and {@code /v1/models} is the union of serving engines'
  * listings. A listing that cannot be read keeps the last one (the breaker judges the engine, not this). Each reading is
  * published ({@link Addresses#PLACEMENT_LISTED}): the router learns an engine's context from it, not by reading again.
+ * The periodic refresh of an engine is its owner's, the first in its rendezvous order over the live router replicas
+ * (as for its load readings): the owner shares what it read on {@link Addresses#PLACEMENT_LISTINGS} (sealed), and the
+ * next in the order reads an engine whose listing it heard of no reading for an interval and a timeout more. The
+ * reads at start, on entering service and on a reload stay every replica's own: a request must not wait for a peer.
  */
 final class ModelListings {
+  /** Models an engine's listing holds at most (its base model and LoRA adapters); a longer one is not taken. */
+  static final int MAX_CARDS = 4_096;
   private final Vertx vertx;
   private final Supplier<NarwhalConfig> config;
   private final PlacementTable table;
   private final Supplier<String> apiKey;
   private final WebClient web;
   private final Set<String> inFlight = new HashSet<>();
+  private final String replica;
+  /** When each engine's listing was last read, here or by a replica heard from (this replica's clock). */
+  private final Map<String, Long> lastRead = new HashMap<>();
+  private final MessageConsumer<Object> shared;
   private long timer = -1;
 
-  ModelListings(Vertx vertx, Supplier<NarwhalConfig> config, PlacementTable table, Supplier<String> apiKey) {
+  ModelListings(Vertx vertx, Supplier<NarwhalConfig> config, PlacementTable table, Supplier<String> apiKey, String replica) {
     this.vertx = vertx;
     this.config = config;
     this.table = table;
     this.apiKey = apiKey;
+    this.replica = replica;
     this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
         .setConnectTimeout(1_000));
+    this.shared = vertx.eventBus().consumer(Addresses.PLACEMENT_LISTINGS,
+        msg -> heard(ClusterSeal.of(vertx).open(Addresses.PLACEMENT_LISTINGS, msg.body())));
   }
 
   /** (Re)arms the refresh at {@code placement.models_refresh_s} and reads every engine now. */
   void arm() {
     vertx.cancelTimer(timer);
-    timer = vertx.setPeriodic(config.get().placement().modelsRefreshMs(), t -> readAll());
+    timer = vertx.setPeriodic(config.get().placement().modelsRefreshMs(), t -> refresh());
     readAll();
   }
 
   void stop() {
     vertx.cancelTimer(timer);
+    shared.unregister();
     web.close();
+  }
+
+  /** The periodic refresh: the engines this replica owns, or takes over from an owner heard of no reading. */
+  private void refresh() {
+    NarwhalConfig cfg = config.get();
+    long interval = cfg.placement().modelsRefreshMs();
+    long takeover = interval + cfg.engine().healthTimeoutMs();
+    long now = System.currentTimeMillis();
+    ClusterView view = ClusterView.of(vertx);
+    lastRead.keySet().retainAll(cfg.engines().stream().map(EngineConfig::iid).collect(java.util.stream.Collectors.toSet()));
+    for (EngineConfig engine : cfg.engines()) {
+      int rank = Rendezvous.rank(engine.iid(), view.routers(), view.self());
+      long last = lastRead.getOrDefault(engine.iid(), 0L);
+      if (rank == 0 || now - last >= interval * 9 / 10 + rank * takeover) read(engine, true);
+    }
   }
 
   void readAll() {
@@ -64,15 +99,46 @@ final class ModelListings {
 
   /** Reads one engine's listing now (by iid), unless a reading of it is under way. */
   void read(String iid) {
-    config.get().engine(iid).ifPresent(this::read);
+    config.get().engine(iid).ifPresent(engine -> read(engine, false));
   }
 
   private void read(EngineConfig engine) {
+    read(engine, false);
+  }
+
+  /** {@code share}: a refresh's reading, published to the other replicas, which then need not read the engine. */
+  private void read(EngineConfig engine, boolean share) {
     if (!inFlight.add(engine.iid())) return;
     fetch(engine).onSuccess(cards -> {
-      table.applyListing(engine.iid(), cards);
-      vertx.eventBus().publish(Addresses.PLACEMENT_LISTED, listed(engine, cards));
+      taken(engine, cards);
+      if (share) {
+        vertx.eventBus().publish(Addresses.PLACEMENT_LISTINGS, ClusterSeal.of(vertx).seal(Addresses.PLACEMENT_LISTINGS,
+            new JsonObject().put("origin", replica).put("iid", engine.iid()).put("cards", new JsonArray(new ArrayList<>(cards)))));
+      }
     }).onComplete(done -> inFlight.remove(engine.iid()));
+  }
+
+  private void taken(EngineConfig engine, List<JsonObject> cards) {
+    lastRead.put(engine.iid(), System.currentTimeMillis());
+    table.applyListing(engine.iid(), cards);
+    vertx.eventBus().publish(Addresses.PLACEMENT_LISTED, listed(engine, cards));
+  }
+
+  /** Another replica's reading of an engine of this fleet: taken as this replica's own, at most {@value #MAX_CARDS} cards. */
+  private void heard(JsonObject body) {
+    if (body == null || replica.equals(body.getString("origin")) || !(body.getValue("iid") instanceof String iid)
+        || !(body.getValue("cards") instanceof JsonArray data) || data.size() > MAX_CARDS) {
+      return;
+    }
+    config.get().engine(iid).ifPresent(engine -> taken(engine, cards(data)));
+  }
+
+  private static List<JsonObject> cards(JsonArray data) {
+    List<JsonObject> cards = new ArrayList<>();
+    data.forEach(card -> {
+      if (card instanceof JsonObject c) cards.add(c);
+    });
+    return cards;
   }
 
   /** What a reading tells the router: the {@code max_model_len} of the card of the engine's own model, if it has one. */
@@ -103,11 +169,8 @@ final class ModelListings {
       if (!(json instanceof JsonObject o) || !(o.getValue("data") instanceof JsonArray data)) {
         return Future.failedFuture("no data list");
       }
-      List<JsonObject> cards = new ArrayList<>();
-      data.forEach(card -> {
-        if (card instanceof JsonObject c) cards.add(c);
-      });
-      return Future.succeededFuture(cards);
+      if (data.size() > MAX_CARDS) return Future.failedFuture(data.size() + " models listed, more than " + MAX_CARDS);
+      return Future.succeededFuture(cards(data));
     });
   }
 }

@@ -166,7 +166,7 @@ public final class PlacementVerticle extends VerticleBase {
                 () -> config.get().engine().engineApiKey(env), registry, () -> prefixes.snapshot("rejoin"));
             loads.track(cfg.engines());
             loads.arm();
-            listings = new ModelListings(vertx, config, table, () -> config.get().engine().engineApiKey(env));
+            listings = new ModelListings(vertx, config, table, () -> config.get().engine().engineApiKey(env), replica);
             listings.arm();
           }
         })

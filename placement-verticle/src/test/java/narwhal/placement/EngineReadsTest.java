@@ -9,6 +9,10 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.junit5.VertxExtension;
 import io.vertx.junit5.VertxTestContext;
+import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ClusterSeal;
+import narwhal.common.bus.ClusterView;
+import narwhal.common.bus.Rendezvous;
 import narwhal.common.config.NarwhalConfig;
 import narwhal.common.fault.Phase;
 import narwhal.sim.SimEngineOptions;
@@ -162,7 +166,7 @@ class EngineReadsTest {
   void anAdapterGoesOnlyToTheEnginesWhoseListingHoldsIt(Vertx vertx, VertxTestContext ctx) {
     withEngines(vertx, ctx, new JsonObject(), (fleet, config) -> {
       PlacementTable table = table(config);
-      ModelListings listings = new ModelListings(vertx, () -> config, table, () -> "");
+      ModelListings listings = new ModelListings(vertx, () -> config, table, () -> "", REPLICA);
       assertFalse(table.knows("sql-adapter"), "nothing is listed before a reading");
       listings.arm();
       until(vertx, () -> table.knows("sql-adapter") && table.servedCards().size() == 2).onComplete(ctx.succeeding(v -> ctx.verify(() -> {
@@ -176,5 +180,75 @@ class EngineReadsTest {
         ctx.completeNow();
       })));
     });
+  }
+
+  @Test
+  void theRefreshIsTheOwnersWhoSharesItAndAQuietOwnersEnginesAreReadByTheNext(Vertx vertx, VertxTestContext ctx) {
+    withEngines(vertx, ctx, new JsonObject().put("models_refresh_s", 0.3), (fleet, base) -> {
+      // a backup takes over after 0.3 s and health_timeout_s more
+      NarwhalConfig config = NarwhalConfig.fromJson(base.toJson().put("engine", base.toJson().getJsonObject("engine").put("health_timeout_s", 2)));
+      List<String> members = List.of("10.0.0.1:5701", "10.0.0.2:5701");
+      vertx.sharedData().getLocalMap(ClusterView.MAP).put(ClusterView.KEY, view(members.get(0), members));
+      Set<String> ownA = new java.util.TreeSet<>();
+      Set<String> ownB = new java.util.TreeSet<>();
+      config.engines().forEach(e -> (Rendezvous.rank(e.iid(), members, members.get(0)) == 0 ? ownA : ownB).add(e.iid()));
+      assertFalse(ownA.isEmpty() || ownB.isEmpty(), "each replica owns engines: " + ownA + ownB);
+      Map<String, Integer> sharedByA = new java.util.concurrent.ConcurrentHashMap<>();
+      vertx.eventBus().<JsonObject>consumer(Addresses.PLACEMENT_LISTINGS, msg -> {
+        if (REPLICA.equals(msg.body().getString("origin"))) sharedByA.merge(msg.body().getString("iid"), 1, Integer::sum);
+      });
+      // B refreshes its engines and says so, far more often than A would take them over
+      long fromB = vertx.setPeriodic(100, t -> ownB.forEach(iid -> vertx.eventBus().publish(Addresses.PLACEMENT_LISTINGS,
+          ClusterSeal.of(vertx).seal(Addresses.PLACEMENT_LISTINGS, new JsonObject().put("origin", "placement-b").put("iid", iid)
+              .put("cards", new JsonArray().add(new JsonObject().put("id", MODEL)))))));
+      ModelListings listings = new ModelListings(vertx, () -> config, table(config), () -> "", REPLICA);
+      listings.arm();
+      until(vertx, () -> ownA.stream().allMatch(iid -> sharedByA.getOrDefault(iid, 0) >= 3))
+          .compose(v -> {
+            ctx.verify(() -> ownB.forEach(iid -> assertEquals(0, sharedByA.getOrDefault(iid, 0),
+                "three refreshes of A's engines, none of B's while B shares them: " + sharedByA)));
+            vertx.cancelTimer(fromB);
+            return until(vertx, () -> ownB.stream().allMatch(iid -> sharedByA.getOrDefault(iid, 0) >= 1));
+          })
+          .onComplete(ctx.succeeding(v -> {
+            listings.stop();
+            vertx.sharedData().getLocalMap(ClusterView.MAP).remove(ClusterView.KEY);
+            ctx.completeNow();
+          }));
+    });
+  }
+
+  private static ClusterView view(String self, List<String> members) {
+    return new ClusterView() {
+      @Override
+      public int membersSeen() {
+        return members.size();
+      }
+
+      @Override
+      public int membersExpected() {
+        return members.size();
+      }
+
+      @Override
+      public String refusal() {
+        return null;
+      }
+
+      @Override
+      public String self() {
+        return self;
+      }
+
+      @Override
+      public List<String> routers() {
+        return members;
+      }
+
+      @Override
+      public JsonObject toJson() {
+        return new JsonObject();
+      }
+    };
   }
 }

@@ -1,7 +1,7 @@
 package narwhal.common.bus;
 
 /** Event-bus addresses. Placement and breaker addresses are local-only; {@link #ADMIN}, {@link #FLEET_CHANGED},
- * {@link #STREAK_CHANGED}, {@link #LIVENESS_SWEPT}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_SENT}, {@link #PLACEMENT_LOADS}, {@link #PLACEMENT_SNAPSHOT} and
+ * {@link #STREAK_CHANGED}, {@link #LIVENESS_SWEPT}, {@link #PLACEMENT_PREFIXES}, {@link #PLACEMENT_LISTINGS}, {@link #PLACEMENT_SENT}, {@link #PLACEMENT_LOADS}, {@link #PLACEMENT_SNAPSHOT} and
  * {@link #CONFIG_RELOAD} cross the cluster. */
 public final class Addresses {
   /** Request-reply: a {@link ReserveRequest}, answered with a {@link Reservation} or a {@link Failures#NO_ENGINE} failure. */
@@ -23,6 +23,11 @@ public final class Addresses {
    * ({@code max_model_len} absent when the card names none). The router's learned context is this reading's.
    */
   public static final String PLACEMENT_LISTED = "narwhal.placement.listed";
+  /**
+   * Cluster publish: {@code {"origin", "iid", "cards": [...]}}, an engine's {@code /v1/models} listing as its owner's
+   * periodic refresh read it, so the other replicas need not read it too.
+   */
+  public static final String PLACEMENT_LISTINGS = "narwhal.placement.listings";
   /**
    * Cluster publish: a {@link PrefixesPlaced}, a replica's prefix placements of the last
    * {@code PrefixExchange} period, so every replica sends a prefix to the producer that caches it.

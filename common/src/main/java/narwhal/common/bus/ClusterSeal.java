@@ -29,7 +29,7 @@ public final class ClusterSeal implements Shareable {
   /** The maps and addresses whose values are sealed: the {@code where} of {@code narwhal_cluster_forged_total}. */
   public static final java.util.List<String> SEALED = java.util.List.of(SharedState.ENGINE_STATE_MAP, "narwhal.leases",
       "narwhal.engine-load", "narwhal.replicas", "narwhal.response-owners", "narwhal.cluster", "narwhal.members",
-      "cluster.decisions_path", Addresses.FLEET_CHANGED, Addresses.STREAK_CHANGED, Addresses.LIVENESS_SWEPT, Addresses.PLACEMENT_SENT, Addresses.PLACEMENT_LOADS,
+      "cluster.decisions_path", Addresses.FLEET_CHANGED, Addresses.STREAK_CHANGED, Addresses.LIVENESS_SWEPT, Addresses.PLACEMENT_SENT, Addresses.PLACEMENT_LOADS, Addresses.PLACEMENT_LISTINGS,
       Addresses.PLACEMENT_PREFIXES, Addresses.PLACEMENT_SNAPSHOT, Addresses.CONFIG_RELOAD, Addresses.ADMIN, Addresses.TENANT_USAGE);
   private static final String MAP = "narwhal.cluster";
   private static final String KEY = "seal";
