@@ -12,6 +12,7 @@ import narwhal.bench.load.RunStats;
 import narwhal.bench.probe.EngineReads;
 import narwhal.bench.probe.JvmProbe;
 import narwhal.bench.process.ClusterReplicas;
+import narwhal.bench.process.FreePort;
 import narwhal.bench.process.RouterProcess;
 import narwhal.bench.process.SimBench;
 import narwhal.bench.process.SimProcess;
@@ -54,7 +55,13 @@ public final class FleetScaleScenario implements Scenario {
   static final int STREAM_TOKENS = 32;
   static final double ITL_MS = 20;
   static final List<String> JVM = List.of("-Xmx1g");
-  static final RouterProcess.Options REPLICA = new RouterProcess.Options(JVM, false, false, List.of("--cluster", "--preflight=skip"));
+  /**
+   * The ports a replica looks for the others on, from the cluster's port up (conf/cluster.xml's
+   * {@code hazelcast.tcp.join.port.try.count}). With a thousand simulated engines listening on ephemeral ports, the ones
+   * after a free ephemeral port are often an engine's, and a replica whose join meets one never finished starting (300 s,
+   * a run of 2026-12-06): the cluster's port is taken below the ephemeral range instead.
+   */
+  static final int JOIN_PORTS = 10;
 
   /** How long each phase lasts: the full run's, or seconds-long for the smoke. */
   record Phases(double warmUpS, double idleS, double busyWarmS, double busyS, int streams) {
@@ -102,7 +109,8 @@ public final class FleetScaleScenario implements Scenario {
     report.layout("engines: one simulator JVM (java -cp narwhal-tools.jar) per fleet size, one engine in " + PREFILL_EVERY
             + " a producer, the rest consumers, " + STREAM_TOKENS + "-token streams, tokens " + Fmt.num(ITL_MS, 0) + " ms apart")
         .layout("router: 3 replicas A B C, each `java " + String.join(" ", JVM) + " -jar narwhal.jar serve --fleet FILE --cluster "
-            + "--preflight=skip`, a cluster of their own on 127.0.0.1, placement.metrics_interval_s "
+            + "--preflight=skip --set cluster.port=P`, a cluster of their own on 127.0.0.1 (P below the ephemeral ports the engines "
+            + "listen on), placement.metrics_interval_s "
             + METRICS_INTERVAL_S + ", other keys at their defaults; started one after the other, each once the one before is ready")
         .layout("idle: no client traffic; " + phases.warmUpS() + " s after the three are ready, each process's CPU (/proc/<pid>/stat) and "
             + "every engine's reads (the simulator's /sim/stats reads) over " + phases.idleS() + " s")
@@ -135,11 +143,12 @@ public final class FleetScaleScenario implements Scenario {
     SimProcess sim = env.own(SimProcess.start(env, "fleet-" + n, engines(n), n > 256 ? "2g" : "1g"));
     ClusterReplicas cluster = null;
     try {
+      int clusterPort = FreePort.runBelowEphemeral(JOIN_PORTS);
       cluster = ClusterReplicas.prepare(env, sim, load, FleetScaleScenario::tune, REPLICAS.stream().map(r -> r + "-" + n).toList(),
           false, false);
       for (int i = 0; i < REPLICAS.size(); i++) {
         env.progress().say(label + "starting replica " + REPLICAS.get(i));
-        cluster.start(i, REPLICA);
+        cluster.start(i, replica(clusterPort));
         run.readyMs[i] = awaitReady(cluster, i);
       }
       cluster.awaitMembers(REPLICAS.size(), READY_WAIT_MS);
@@ -153,6 +162,11 @@ public final class FleetScaleScenario implements Scenario {
       if (cluster != null) cluster.close();
       sim.close();
     }
+  }
+
+  /** How a replica starts: as an operator would, its cluster's port set on the command line. */
+  private static RouterProcess.Options replica(int clusterPort) {
+    return new RouterProcess.Options(JVM, false, false, List.of("--cluster", "--preflight=skip", "--set", "cluster.port=" + clusterPort));
   }
 
   private static List<SimEngineOptions> engines(int n) {
