@@ -6,6 +6,7 @@ import narwhal.bench.report.Verdict;
 import narwhal.bench.scenario.ChaosScenario;
 import narwhal.bench.scenario.BatchCostScenario;
 import narwhal.bench.scenario.EngineChurnScenario;
+import narwhal.bench.scenario.FleetScaleScenario;
 import narwhal.bench.scenario.TenantsScenario;
 import narwhal.bench.scenario.ConcurrencyScenario;
 import narwhal.bench.scenario.FuzzEdgeScenario;
@@ -45,6 +46,7 @@ public final class Bench {
     register(new BatchCostScenario());
     register(new EngineChurnScenario());
     register(new TenantsScenario());
+    register(new FleetScaleScenario());
   }
 
   private Bench() {

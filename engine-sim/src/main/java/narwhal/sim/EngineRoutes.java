@@ -8,6 +8,7 @@ import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The inference port's HTTP surface: vLLM's OpenAI-compatible and lifecycle endpoints
@@ -24,6 +25,9 @@ final class EngineRoutes {
   static Router router(Vertx vertx, SimEngine engine) {
     CompletionHandler inference = new CompletionHandler(engine);
     Router router = Router.router(vertx);
+    router.get("/metrics").handler(ctx -> counted(ctx, engine.counters().metricsReads));
+    router.get("/health").handler(ctx -> counted(ctx, engine.counters().healthReads));
+    router.get("/v1/models").handler(ctx -> counted(ctx, engine.counters().modelsReads));
     router.route().handler(ctx -> {
       if (engine.shuttingDown()) json(ctx, 503, ApiError.envelope("server is shutting down", "Service Unavailable", null, 503));
       else ctx.next();
@@ -73,6 +77,12 @@ final class EngineRoutes {
     router.errorHandler(413, ctx -> json(ctx, 413, ApiError.envelope("Request body too large", "Request Entity Too Large", null, 413)));
     router.errorHandler(500, ctx -> json(ctx, 500, ApiError.internal().toJson()));
     return router;
+  }
+
+  /** Counts a read before anything answers it (a 503 while shutting down, a 401 for a missing key count too). */
+  private static void counted(RoutingContext ctx, AtomicLong reads) {
+    reads.incrementAndGet();
+    ctx.next();
   }
 
   /**

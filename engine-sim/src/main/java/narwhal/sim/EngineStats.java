@@ -30,6 +30,10 @@ final class EngineStats {
   final AtomicLong peakInProgress = new AtomicLong();
   /** The most {@link #waiting} has been since the engine started. */
   final AtomicLong peakWaiting = new AtomicLong();
+  /** GET requests received on the paths a router reads the engine by, whatever they were answered. */
+  final AtomicLong metricsReads = new AtomicLong();
+  final AtomicLong healthReads = new AtomicLong();
+  final AtomicLong modelsReads = new AtomicLong();
 
   /** A request entered the waiting queue (it leaves it by a decrement of {@link #waiting}). */
   void requestWaiting() {
@@ -78,6 +82,10 @@ final class EngineStats {
       .put("overlapping_steps", overlappingSteps)
       .put("tokenize_requests", tokenizeRequests.get())
       .put("requests_in_progress", inProgress.get())
-      .put("peak_requests_in_progress", peakInProgress.get());
+      .put("peak_requests_in_progress", peakInProgress.get())
+      .put("reads", new JsonObject()
+        .put("metrics", metricsReads.get())
+        .put("health", healthReads.get())
+        .put("models", modelsReads.get()));
   }
 }

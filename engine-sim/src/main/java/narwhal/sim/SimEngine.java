@@ -135,7 +135,8 @@ public final class SimEngine {
    * a prefix-cache hash), {@code prefix_cache_queries} and {@code prefix_cache_hits} (in prompt tokens),
    * {@code prefix_cache_hit_rate} (hits over queries) {@code engine_steps} (batch steps run) and {@code overlapping_steps} (steps timed while another was in flight: 0),
    * {@code requests_in_progress} and {@code peak_requests_in_progress} (completions and chat requests from arrival to
-   * their response's end or their connection's close: now, and the most since start).
+   * their response's end or their connection's close: now, and the most since start), and {@code reads}: the GET requests
+   * received on {@code /metrics}, {@code /health} and {@code /v1/models} ({@code {"metrics": n, "health": n, "models": n}}).
    */
   public JsonObject stats() {
     int held = handoffs.held();

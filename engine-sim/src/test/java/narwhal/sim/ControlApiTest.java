@@ -169,4 +169,30 @@ class ControlApiTest {
     assertEquals(64, new SimEngineOptions(new JsonObject().put("block_size", 64)).getBlockSize());
     assertEquals(SimEngineOptions.DEFAULT_TOTAL_BLOCKS, new SimEngineOptions().getTotalBlocks());
   }
+
+  @Test
+  void statsCountTheReadsOfEachPathARouterPolls() {
+    for (int i = 0; i < 2; i++) {
+      assertEquals(200, http.get(engine, "/metrics").status);
+    }
+    assertEquals(200, http.get(engine, "/health").status);
+    for (int i = 0; i < 3; i++) {
+      assertEquals(200, http.get(engine, "/v1/models").status);
+    }
+    assertEquals(200, http.get(engine, "/ping").status);
+    complete();
+
+    assertEquals(new JsonObject().put("metrics", 2).put("health", 1).put("models", 3),
+      http.get(engine, "/sim/stats").json().getJsonObject("reads"));
+  }
+
+  @Test
+  void readsAnsweredWithAnErrorCountToo() {
+    SimEngine keyed = SimEngine.start(vertx, new SimEngineOptions().setName("keyed").setApiKey("sekret")
+      .addFault(new JsonObject().put("kind", "health_503"))).await();
+    assertEquals(401, http.get(keyed, "/v1/models").status);
+    assertEquals(503, http.get(keyed, "/health").status);
+
+    assertEquals(new JsonObject().put("metrics", 0).put("health", 1).put("models", 1), keyed.stats().getJsonObject("reads"));
+  }
 }

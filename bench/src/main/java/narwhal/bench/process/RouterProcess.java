@@ -45,6 +45,7 @@ public final class RouterProcess implements AutoCloseable {
   private final Deque<String> tail;
   private JvmProbe probe;
   private String stopNote;
+  private long startedNanos;
   private long readyMs;
   private long terminatedAt;
 
@@ -134,6 +135,7 @@ public final class RouterProcess implements AutoCloseable {
     try {
       int port = ready.get(READY_WAIT_S, TimeUnit.SECONDS);
       RouterProcess router = new RouterProcess(process, log, fleetFile, port, jmxPort, options.jfr(), tail);
+      router.startedNanos = t0;
       router.readyMs = (System.nanoTime() - t0) / 1_000_000;
       if (options.jmx()) router.probe = JvmProbe.connect(jmxPort, 15_000);
       return router;
@@ -180,6 +182,11 @@ public final class RouterProcess implements AutoCloseable {
 
   public int port() {
     return port;
+  }
+
+  /** {@link System#nanoTime()} just before the process was started: what start-to-ready times count from. */
+  public long startedNanos() {
+    return startedNanos;
   }
 
   /** Milliseconds from the process start to the line saying it serves. */
