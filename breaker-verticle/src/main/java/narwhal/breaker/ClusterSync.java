@@ -215,13 +215,8 @@ final class ClusterSync {
     return shared.increment(iid, c).otherwise(err -> book.streak(iid, c) + 1);
   }
 
-  /** Takes over a fleet-change event or shared-map entry, if it is newer than what this replica holds. */
-  void applyShared(JsonObject json) {
-    takeShared(json);
-  }
-
-  /** As {@link #applyShared}; whether it changed this book. */
-  private boolean takeShared(JsonObject json) {
+  /** Takes over a fleet-change event or shared-map entry, if it is newer than what this replica holds; whether it changed this book. */
+  boolean applyShared(JsonObject json) {
     FleetHoldEvent hold = FleetHoldEvent.fromJson(json);
     if (hold != null) {
       boolean changed = book.applyFleetHold(hold);
@@ -284,7 +279,7 @@ final class ClusterSync {
       Map<String, StateVersion> held = new HashMap<>();
       for (JsonObject json : list) {
         // a state this replica missed the message of: placement on this node hears it from here, not from a read of its own
-        if (takeShared(json)) local(json);
+        if (applyShared(json)) local(json);
         FleetHoldEvent hold = FleetHoldEvent.fromJson(json);
         EngineStateEvent event = hold == null ? EngineStateEvent.fromJson(json) : null;
         long now = clockMs.getAsLong();
