@@ -64,6 +64,11 @@ final class PlacementTable {
     final int[] reserved = new int[Phase.values().length];
     EngineLoad load;
     /**
+     * Requests waiting in the engine's queue by the reading before {@link #load} (0: none, or it failed): an engine is
+     * saturated by two readings in a row, not by one that caught its queue full for a moment.
+     */
+    double waitingBefore;
+    /**
      * Legs this replica sent since {@link #load} was read and still holds (the reading counts those that ran before
      * it; a leg that ended since is no load), and the other replicas' count against the same reading.
      */
@@ -123,6 +128,7 @@ final class PlacementTable {
         // added back while legs made before its removal still run: it keeps their count, nothing else
         slot.listed = null;
         slot.load = null;
+        slot.waitingBefore = 0;
         slot.sent = 0;
         slot.othersSent = 0;
         slot.state = EngineState.SERVING;
@@ -131,6 +137,7 @@ final class PlacementTable {
         prefixes.forget(engine.iid());
         slot.listed = null;
         slot.load = null;
+        slot.waitingBefore = 0;
         slot.sent = 0;
         slot.othersSent = 0;
       }
@@ -158,8 +165,8 @@ final class PlacementTable {
 
   /**
    * The engines' queues for {@code model} under {@code queueMax} requests waiting each
-   * ({@link narwhal.common.bus.LocalPlacement#room}): saturated when every serving engine of a phase that serves it has
-   * {@code queueMax} waiting; room, per phase the sum of {@code queueMax - waiting} (at least 0), the smaller phase's.
+   * ({@link narwhal.common.bus.LocalPlacement#room}): saturated when every serving engine of a phase that serves it had
+   * {@code queueMax} waiting by its last two readings (one reading can catch a queue full for a moment); room, per phase the sum of {@code queueMax - waiting} (at least 0), the smaller phase's.
    * An engine whose reading failed, is stale (older than three intervals) or missing leaves its phase unbounded.
    */
   synchronized narwhal.common.bus.LocalPlacement.Room room(String model, int queueMax) {
@@ -190,7 +197,7 @@ final class PlacementTable {
       EngineLoad r = s.load;
       if (r == null || !r.ok() || now - r.readAtMs() > stale) return PhaseRoom.UNBOUNDED;
       any = true;
-      saturated &= r.waiting() >= queueMax;
+      saturated &= Math.min(r.waiting(), s.waitingBefore) >= queueMax;
       room += (long) Math.max(0, queueMax - r.waiting());
       oldest = Math.min(oldest, r.readAtMs());
     }
@@ -201,6 +208,7 @@ final class PlacementTable {
   synchronized void applyLoad(EngineLoad reading) {
     Slot slot = slots.get(reading.iid());
     if (slot == null || slot.load != null && reading.readAtMs() <= slot.load.readAtMs()) return;
+    slot.waitingBefore = slot.load != null && slot.load.ok() ? slot.load.waiting() : 0;
     slot.load = reading;
     slot.sent = 0;
     slot.othersSent = 0;

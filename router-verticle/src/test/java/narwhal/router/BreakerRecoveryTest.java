@@ -53,7 +53,8 @@ class BreakerRecoveryTest {
       assertEquals("stream", held.getString("cause"));
       JsonObject ejected = changes.poll(30, TimeUnit.SECONDS);
       assertNotNull(ejected);
-      assertEquals("ejected", ejected.getString("state"), "the probe failed while the fault persisted");
+      assertEquals("ejected", ejected.getString("state"), "the probe failed while the fault persisted (after " + held.encode()
+          + ": " + ejected.encode() + ")");
       String producer = lastFailedProducer;
       assertTrue(h.engine(producer).requests().stream().anyMatch(r -> r.getString("request_id").startsWith("probe-")),
           "the probe's prefill ran on the original producer " + producer);

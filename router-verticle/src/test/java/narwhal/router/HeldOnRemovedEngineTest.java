@@ -55,13 +55,13 @@ class HeldOnRemovedEngineTest {
                 .put("metrics_timeout_s", 0.5))
             .put("flow", new JsonObject().put("engine_queue_max", QUEUE_MAX)),
         (iid, options) -> {
-          if (iid.equals("D0")) options.setMaxNumSeqs(1).setItlMs(50);
+          if (iid.equals("D0")) options.setMaxNumSeqs(1).setItlMs(150);
         })) {
       HttpClientAgent client = h.vertx.createHttpClient(new HttpClientOptions(), new PoolOptions().setHttp1MaxSize(64));
       List<Future<String>> replies = new ArrayList<>();
       for (int i = 0; i < 1 + QUEUE_MAX; i++) replies.add(post(h, client));
       LocalPlacement placement = LocalPlacement.of(h.vertx);
-      await(() -> placement.room(RouterHarness.MODEL, QUEUE_MAX).starts() == 0);
+      await(() -> placement.room(RouterHarness.MODEL, QUEUE_MAX).saturated());
       for (int i = 0; i < BURST; i++) replies.add(post(h, client));
       await(() -> h.get("/narwhal/state").json().getJsonObject("flow").getInteger("held_by_engines") >= 2);
 

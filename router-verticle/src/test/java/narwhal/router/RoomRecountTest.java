@@ -58,10 +58,11 @@ class RoomRecountTest {
   void aReadingOfAnotherModelsEngineDoesNotLetMoreStartAgainstTheSameRoom() {
     table.reading("P0", 0);
     table.reading("D0", QUEUE_MAX);
+    table.reading("D0", QUEUE_MAX);
     table.reading("X0", 0);
     for (int i = 0; i < 6; i++) attempt("m");
     decide();
-    assertEquals(1, admission.legsInFlight(), "D0's queue is full: only the other model's attempt runs");
+    assertEquals(1, admission.legsInFlight(), "D0's queue is full by two readings: only the other model's attempt runs");
     table.reading("D0", QUEUE_MAX - 1);
     decide();
     assertEquals(3, admission.legsInFlight(), "D0's reading shows room for one: one held attempt of m starts");
@@ -71,5 +72,24 @@ class RoomRecountTest {
     }
     assertEquals(3 + 3, admission.legsInFlight(), "X0's readings let the 3 attempts of the other model start and "
         + "none of m's: D0 was not read again, its room of one is spent (more would go to D0's full queue)");
+  }
+
+  @Test
+  void oneReadingThatCatchesAFullQueueHoldsNothingTheNextOneConfirms() {
+    table.reading("P0", 0);
+    table.reading("D0", 0);
+    table.reading("D0", QUEUE_MAX);
+    for (int i = 0; i < 3; i++) attempt("m");
+    decide();
+    assertEquals(3 + 1, admission.legsInFlight(), "one reading caught D0's queue full (a burst's moment): nothing is held");
+    table.reading("D0", QUEUE_MAX);
+    for (int i = 0; i < 3; i++) attempt("m");
+    decide();
+    assertEquals(3 + 2, admission.legsInFlight(), "the next reading finds it full again: m's new attempts wait, the "
+        + "other model's pass");
+    table.reading("D0", QUEUE_MAX - 2);
+    decide();
+    assertEquals(3 + 3 + 2, admission.legsInFlight(), "a reading with room for two lets two of the held ones start "
+        + "(and the third decision's own attempt of the other model)");
   }
 }

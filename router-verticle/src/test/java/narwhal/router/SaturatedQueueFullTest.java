@@ -51,13 +51,13 @@ class SaturatedQueueFullTest {
             .put("placement", new JsonObject().put("policy", "load").put("metrics_interval_s", 0.1).put("metrics_timeout_s", 0.5))
             .put("flow", new JsonObject().put("engine_queue_max", QUEUE_MAX).put("max_queued", MAX_QUEUED)),
         (iid, options) -> {
-          if (iid.equals("D0")) options.setMaxNumSeqs(1).setItlMs(25);
+          if (iid.equals("D0")) options.setMaxNumSeqs(1).setItlMs(60);
         })) {
       HttpClientAgent client = h.vertx.createHttpClient(new HttpClientOptions(), new PoolOptions().setHttp1MaxSize(64));
       List<Future<String>> replies = new ArrayList<>();
       for (int i = 0; i < 1 + QUEUE_MAX; i++) replies.add(post(h, client));
       LocalPlacement placement = LocalPlacement.of(h.vertx);
-      await(() -> placement.room(RouterHarness.MODEL, QUEUE_MAX).starts() == 0);
+      await(() -> placement.room(RouterHarness.MODEL, QUEUE_MAX).saturated());
       List<Future<String>> burst = new ArrayList<>();
       for (int i = 0; i < BURST; i++) burst.add(post(h, client));
       List<String> answers = new ArrayList<>();

@@ -22,7 +22,8 @@ public interface LocalPlacement extends Shareable {
   /**
    * The engines' queues for {@code model} under {@code queueMax} requests waiting each ({@code flow.engine_queue_max}):
    * {@code saturated} when every serving engine of the prefill phase, or every one of the decode phase, has at least
-   * {@code queueMax} waiting by its last fresh reading; {@code starts}, how many more their queues take: per phase the
+   * {@code queueMax} waiting by its last fresh reading and the one before (one reading can catch a queue full for a
+   * moment); {@code starts}, how many more their queues take: per phase the
    * sum over its engines of {@code queueMax} less what waits on each, the smaller of the two phases. An engine without
    * a fresh reading is not known to be full: its phase is neither saturated nor bounded. {@code asOfMs}: the oldest
    * reading counted (epoch ms): what a caller started since may not be in it yet. Answered from a verdict at most a few

@@ -10,7 +10,7 @@ import java.util.Objects;
  * and fairly across tenants, each at most {@code queue_timeout_s} (then 429 {@code queue_timeout}); at most
  * {@code max_queued} wait (the most-queued tenant's newest is refused first). The engines' own queues hold requests
  * too: while every engine of a phase serving a model has {@code engine_queue_max} requests waiting
- * ({@code vllm:num_requests_waiting}), an attempt of that model starts only in place of one that ended (0: off).
+ * ({@code vllm:num_requests_waiting}) by two readings in a row, an attempt of that model starts only in place of one that ended (0: off).
  * {@code reserved_for_high} of {@code serving.max_legs_in_flight} are left to the {@code high} class.
  * {@code tenant_header} names the tenant of
  * a request whose key names none (unkeyed deployments behind a gateway that sets it).
