@@ -496,8 +496,10 @@ final class AdminCli implements Callable<Integer> {
     StringBuilder s = new StringBuilder();
     s.append("queue: ").append(flow.getInteger("running", 0)).append(" attempts running, ")
         .append(flow.getInteger("waiting", 0)).append(" waiting ").append(flow.getJsonObject("waiting_by_class", new JsonObject()).encode())
-        .append(", ").append(flow.getInteger("held_by_engines", 0)).append(" of them for the engines' room (flow.engine_queue_max)")
-        .append('\n');
+        .append(", ").append(flow.getInteger("held_by_engines", 0)).append(" of them for the engines' room (flow.engine_queue_max)");
+    int forProducers = flow.getInteger("held_by_producers", 0);
+    if (forProducers > 0) s.append(", ").append(forProducers).append(" for their producer's prefills (flow.prefill_legs_max)");
+    s.append('\n');
     JsonObject quotas = flow.getJsonObject("quotas", new JsonObject());
     JsonObject tenants = quotas.getJsonObject("tenants", new JsonObject());
     s.append("quotas: counted with ").append(quotas.getValue("replicas_heard", 1)).append(" of ")

@@ -19,12 +19,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * One owner per engine (docs/operations.md#placement): three replicas as real processes share the engines' readings
  * out — each engine read by one replica at a time, the others taking its readings from the cluster bus — and when one
- * replica is killed (SIGKILL) its engines are read by the others, in its place, within a few intervals.
+ * replica is killed (SIGKILL) its engines are read by the others, in its place, within a few intervals; restarted, it
+ * owns engines again.
  */
 @Timeout(300)
 class LoadOwnershipTest {
   @Test
-  void eachEngineIsReadByOneReplicaAndAKilledOwnersEnginesAreTakenOver() throws Exception {
+  void eachEngineIsReadByOneReplicaAndAKilledOwnersEnginesAreTakenOverAndHandedBackOnRestart() throws Exception {
     // 18 engines: with 3 replicas, one owning none by the hash is a 0.2 % chance (9 engines: 2.6 %, seen once in CI)
     List<String> specs = new java.util.ArrayList<>();
     for (int i = 0; i < 6; i++) specs.add("P" + i + ":prefill");
@@ -90,6 +91,24 @@ class LoadOwnershipTest {
       }
       JsonObject body = new JsonObject().put("model", "Qwen/Qwen3-0.6B").put("prompt", "after the kill").put("max_tokens", 2);
       assertEquals(200, a.post("/v1/completions", body));
+
+      // c restarted on its port: a new member, so the rendezvous order gives it engines again, and a and b hand them over
+      try (ReplicaProcess c2 = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + (h.basePort + 2))) {
+        String readerC2 = c2.awaitState(s -> s.getJsonObject("cluster", new JsonObject()).getInteger("members_seen", 0) == 3,
+            120, () -> "c restarted and back in the cluster").getJsonObject("placement").getString("reader");
+        long restartedAt = System.currentTimeMillis();
+        JsonObject after = a.awaitState(s -> {
+          Map<String, JsonObject> loads = loads(s);
+          return loads.size() == specs.size() && loads.values().stream().allMatch(l -> l.getLong("read_at_ms") > restartedAt)
+              && loads.values().stream().anyMatch(l -> readerC2.equals(l.getString("reader")));
+        }, 120, () -> "the restarted c reads engines again, and every engine is read since");
+        Set<String> byC2 = new HashSet<>();
+        loads(after).forEach((iid, l) -> {
+          if (readerC2.equals(l.getString("reader"))) byC2.add(iid);
+        });
+        assertTrue(!byC2.isEmpty(), "the restarted c reads some engines: " + byC2);
+        assertEquals(200, c2.post("/v1/completions", body.copy().put("prompt", "after the restart")));
+      }
     } finally {
       h.close();
     }

@@ -27,7 +27,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * starts only in place of one of the model's that ended here, so the engines' queues stop growing and the rest waits
  * in the router's fair order; a re-check every {@link #RECHECK_MS} lets as many go as a reading says the engines take.
  * {@code flow.reserved_for_high} of the legs are the highest class's only: its attempts find one free under a flood of
- * the others.
+ * the others. {@code flow.prefill_legs_max} bounds the prefills this replica runs at once on one producer: an attempt
+ * whose producer runs that many waits, in the same order, for one of them to end ({@link LegTurn#prefillEnded}).
  */
 final class Admission {
   /** What {@link #admit} decided. */
@@ -71,6 +72,10 @@ final class Admission {
   /** Guarded by {@link #legQueue}: the limit the last turn asked under, and whether a re-check is scheduled. */
   private int lastLimit = 1;
   private boolean recheckScheduled;
+  /** {@code flow.prefill_legs_max}: prefill legs at once per producer engine (0: no bound). */
+  private volatile java.util.function.IntSupplier prefillLegsMax = () -> 0;
+  /** Guarded by {@link #legQueue}: per producer engine, the prefill legs of running turns not yet ended. */
+  private final java.util.Map<String, Integer> prefilling = new java.util.HashMap<>();
   /** How many of {@code serving.max_legs_in_flight} only the highest class's attempts take ({@code flow.reserved_for_high}). */
   private volatile java.util.function.IntSupplier reservedForHigh = () -> 0;
   /** How often attempts held by their engines' saturation are looked at again while they wait. */
@@ -102,6 +107,11 @@ final class Admission {
    */
   void onEngineRoom(java.util.function.Function<String, LocalPlacement.Room> rooms) {
     this.rooms = rooms;
+  }
+
+  /** Where {@code flow.prefill_legs_max} is read from (each decision reads it: a reload applies at once). */
+  void onPrefillLegsMax(java.util.function.IntSupplier prefillLegsMax) {
+    this.prefillLegsMax = prefillLegsMax;
   }
 
   /** Where {@code flow.reserved_for_high} is read from (each decision reads it: a reload applies at once). */
@@ -235,16 +245,21 @@ final class Admission {
     private final Lane lane;
     /** The model its engines serve (null: never held by saturation). */
     private final String model;
+    /** The producer its prefill leg goes to (null: the attempt has no prefill leg of its own). */
+    private final String producer;
+    /** Its prefill counts against {@link #producer}'s {@code flow.prefill_legs_max} until it ends. */
+    private boolean prefillCounted;
     private FairQueue.Entry<LegTurn> entry;
     private int state = WAITING;
     private long timer = -1;
     /** Granted as it asked (nothing was waiting and a leg was free): its wait is not recorded. */
     private boolean immediate;
 
-    private LegTurn(Context context, Lane lane, String model) {
+    private LegTurn(Context context, Lane lane, String model, String producer) {
       this.context = context;
       this.lane = lane;
       this.model = model;
+      this.producer = producer;
     }
 
     /** Completes when this attempt may send its legs; fails when it was released before its turn came. */
@@ -259,6 +274,17 @@ final class Admission {
     void release(int limit) {
       releaseTurn(this, limit, new CancellationException("released before its turn"), false);
     }
+
+    /** Its prefill leg ended (answered or failed): the producer takes the next waiting one. Idempotent. */
+    void prefillEnded() {
+      List<LegTurn> go;
+      synchronized (legQueue) {
+        if (!prefillCounted) return;
+        unprefill(this);
+        go = grantTurns(lastLimit, new Saturation());
+      }
+      go.forEach(Admission.this::grant);
+    }
   }
 
   /**
@@ -271,7 +297,12 @@ final class Admission {
 
   /** As above, for an attempt on engines serving {@code model}: it also waits while they are saturated. */
   LegTurn legTurn(int limit, Context context, Lane lane, String model, long timeoutMs, int maxQueued) {
-    LegTurn turn = new LegTurn(context, lane, model);
+    return legTurn(limit, context, lane, model, null, timeoutMs, maxQueued);
+  }
+
+  /** As above, for an attempt whose prefill goes to {@code producer}: it also waits while that one runs enough prefills. */
+  LegTurn legTurn(int limit, Context context, Lane lane, String model, String producer, long timeoutMs, int maxQueued) {
+    LegTurn turn = new LegTurn(context, lane, model, producer);
     List<LegTurn> go;
     LegTurn shed = null;
     boolean refused = false;
@@ -281,7 +312,7 @@ final class Admission {
       lastLimit = limit;
       // the bound is on requests waiting: a prompt of a batch that already holds a turn waits behind its own
       // the queue's bound holds for every attempt that would wait, whether legs or its engines' room hold it
-      boolean wouldWait = legsRunning >= limitFor(lane.tenant().rank(), limit) || !now.mayRun(turn);
+      boolean wouldWait = legsRunning >= limitFor(lane.tenant().rank(), limit) || !mayStart(turn, now);
       if (legQueue.size() >= maxQueued && wouldWait && !holdsTurns.containsKey(lane)) {
         FairQueue.Entry<LegTurn> dropped = legQueue.shedFor(lane.tenant().name());
         if (dropped == null) {
@@ -296,9 +327,9 @@ final class Admission {
       if (refused) {
         turn.state = LegTurn.DONE;
         go = grantTurns(limit, now);
-      } else if (legQueue.isEmpty() && legsRunning < limitFor(lane.tenant().rank(), limit) && now.mayRun(turn)) {
+      } else if (legQueue.isEmpty() && legsRunning < limitFor(lane.tenant().rank(), limit) && mayStart(turn, now)) {
         // nothing waits and a leg is free: the turn runs at once, the queue untouched
-        now.started(turn);
+        started(turn, now);
         turn.state = LegTurn.RUNNING;
         turn.immediate = true;
         legsRunning++;
@@ -349,6 +380,7 @@ final class Admission {
       if (wasWaiting) {
         if (legQueue.remove(turn.entry)) unwait(turn);
       } else if (turn.state == LegTurn.RUNNING) {
+        if (turn.prefillCounted) unprefill(turn);
         legsRunning--;
         lastLimit = limit;
         now.ended(turn, limit);
@@ -375,16 +407,39 @@ final class Admission {
   private List<LegTurn> grantTurns(int limit, Saturation now) {
     List<LegTurn> go = new ArrayList<>();
     while (legsRunning < limit && !legQueue.isEmpty()) {
-      FairQueue.Entry<LegTurn> e = legQueue.poll(rank -> legsRunning < limitFor(rank, limit), now::mayRun);
+      FairQueue.Entry<LegTurn> e = legQueue.poll(rank -> legsRunning < limitFor(rank, limit), t -> mayStart(t, now));
       if (e == null) break;
       LegTurn next = e.item;
       unwait(next);
-      now.started(next);
+      started(next, now);
       next.state = LegTurn.RUNNING;
       legsRunning++;
       go.add(next);
     }
     return go;
+  }
+
+  /** Under the lock: whether {@code turn} may start: its engines have room and its producer runs fewer prefills than the bound. */
+  private boolean mayStart(LegTurn turn, Saturation now) {
+    if (!now.mayRun(turn)) return false;
+    if (turn.producer == null) return true;
+    int max = prefillLegsMax.getAsInt();
+    return max <= 0 || prefilling.getOrDefault(turn.producer, 0) < max;
+  }
+
+  /** Under the lock: {@code turn} starts; its prefill counts against its producer while the bound is on. */
+  private void started(LegTurn turn, Saturation now) {
+    now.started(turn);
+    if (turn.producer != null && prefillLegsMax.getAsInt() > 0) {
+      turn.prefillCounted = true;
+      prefilling.merge(turn.producer, 1, Integer::sum);
+    }
+  }
+
+  /** Under the lock: {@code turn}'s prefill no longer counts against its producer. */
+  private void unprefill(LegTurn turn) {
+    turn.prefillCounted = false;
+    prefilling.computeIfPresent(turn.producer, (p, n) -> n > 1 ? n - 1 : null);
   }
 
   /** Under the lock: whether turns wait that a free leg does not start (their engines are saturated) and no re-check is due. */
@@ -505,8 +560,12 @@ final class Admission {
       io.vertx.core.json.JsonObject byTenant = new io.vertx.core.json.JsonObject();
       new java.util.TreeMap<>(legQueue.sizesByTenant()).forEach(byTenant::put);
       Saturation now = new Saturation();
+      io.vertx.core.json.JsonObject prefills = new io.vertx.core.json.JsonObject();
+      new java.util.TreeMap<>(prefilling).forEach(prefills::put);
       return new io.vertx.core.json.JsonObject().put("running", legsRunning).put("waiting", legQueue.size())
           .put("held_by_engines", legQueue.count(t -> !now.mayRun(t)))
+          .put("held_by_producers", legQueue.count(t -> now.mayRun(t) && !mayStart(t, now)))
+          .put("prefills_running", prefills)
           .put("waiting_by_class", byClass).put("waiting_by_tenant", byTenant);
     }
   }

@@ -217,9 +217,9 @@ final class RequestLifecycle implements Admission.Cuttable {
   private Future<DecodeEnd> disaggregated(Attempt a) {
     return reserve(Phase.PREFILL, null)
         .compose(producer -> fits(a, producer).map(producer))
-        .compose(producer -> legTurn(a).map(producer))
+        .compose(producer -> legTurn(a, producer.iid()).map(producer))
         .compose(producer -> stillTaking(producer, Phase.PREFILL, false))
-        .compose(producer -> prefill(a, producer))
+        .compose(producer -> prefill(a, producer).andThen(ar -> a.turn.prefillEnded()))
         .compose(handoff -> reserve(Phase.DECODE, a.producer.iid()).map(consumer -> {
           a.consumer = consumer;
           return handoff;
@@ -284,8 +284,14 @@ final class RequestLifecycle implements Admission.Cuttable {
    * attempt has sent nothing to an engine, so it holds no KV; it keeps its reservation, the engine it will use.
    */
   private Future<Void> legTurn(Attempt a) {
+    return legTurn(a, null);
+  }
+
+  /** As above; {@code producer}: where its prefill goes, which it also waits for under {@code flow.prefill_legs_max}. */
+  private Future<Void> legTurn(Attempt a, String producer) {
     if (done) return Future.failedFuture(new CancellationException());
-    a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context, request.lane(), request.model(), cfg.flow().queueTimeoutMs(),
+    a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context, request.lane(), request.model(), producer,
+        cfg.flow().queueTimeoutMs(),
         cfg.flow().maxQueued());
     return a.turn.granted().compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
   }

@@ -97,6 +97,7 @@ public final class RouterVerticle extends VerticleBase {
       legGauges(registry);
       admission.onWait((lane, nanos) -> metrics.flowWait(lane.tenant().priorityClass(), nanos));
       admission.onReservedForHigh(() -> config.get().flow().reservedForHigh());
+      admission.onPrefillLegsMax(() -> config.get().flow().prefillLegsMax());
       admission.onEngineRoom(model -> {
         int queueMax = config.get().flow().engineQueueMax();
         if (queueMax <= 0) return null;

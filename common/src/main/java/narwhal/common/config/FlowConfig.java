@@ -12,10 +12,13 @@ import java.util.Objects;
  * too: while every engine of a phase serving a model has {@code engine_queue_max} requests waiting
  * ({@code vllm:num_requests_waiting}) by two readings in a row, an attempt of that model starts only in place of one that ended (0: off).
  * {@code reserved_for_high} of {@code serving.max_legs_in_flight} are left to the {@code high} class.
+ * {@code prefill_legs_max} bounds the prefill legs this replica runs at once on one producer (0: off): a producer's
+ * queue that vLLM does not report (prompts that fit one step's token budget are all "running") waits at the router.
  * {@code tenant_header} names the tenant of
  * a request whose key names none (unkeyed deployments behind a gateway that sets it).
  */
-public record FlowConfig(double queueTimeoutS, int maxQueued, int engineQueueMax, int reservedForHigh, String tenantHeader) {
+public record FlowConfig(double queueTimeoutS, int maxQueued, int engineQueueMax, int reservedForHigh, int prefillLegsMax,
+                         String tenantHeader) {
   public static final double DEFAULT_QUEUE_TIMEOUT_S = 30;
   public static final int DEFAULT_MAX_QUEUED = 4096;
   /** As llm-d's saturation detector's default queue depth: a few requests queued on every engine is saturation. */
@@ -29,9 +32,12 @@ public record FlowConfig(double queueTimeoutS, int maxQueued, int engineQueueMax
       Key.integer("engine_queue_max", FlowConfig::engineQueueMax, DEFAULT_ENGINE_QUEUE_MAX, 0, 1_000_000);
   static final Key<FlowConfig, Integer> RESERVED_FOR_HIGH =
       Key.integer("reserved_for_high", FlowConfig::reservedForHigh, 0, 0, 1_000_000);
+  static final Key<FlowConfig, Integer> PREFILL_LEGS_MAX =
+      Key.integer("prefill_legs_max", FlowConfig::prefillLegsMax, 0, 0, 1_000_000);
   static final Key<FlowConfig, String> TENANT_HEADER = Key.text("tenant_header", FlowConfig::tenantHeader, "",
       h -> h.isEmpty() || h.matches("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}"), "\"\" or an HTTP header name (1-64 characters)");
-  static final Section<FlowConfig> SECTION = new Section<>(QUEUE_TIMEOUT_S, MAX_QUEUED, ENGINE_QUEUE_MAX, RESERVED_FOR_HIGH, TENANT_HEADER);
+  static final Section<FlowConfig> SECTION = new Section<>(QUEUE_TIMEOUT_S, MAX_QUEUED, ENGINE_QUEUE_MAX, RESERVED_FOR_HIGH,
+      PREFILL_LEGS_MAX, TENANT_HEADER);
 
   public FlowConfig {
     Objects.requireNonNull(tenantHeader, "tenantHeader");
@@ -42,7 +48,8 @@ public record FlowConfig(double queueTimeoutS, int maxQueued, int engineQueueMax
   }
 
   static FlowConfig read(SectionReader r) {
-    return new FlowConfig(r.get(QUEUE_TIMEOUT_S), r.get(MAX_QUEUED), r.get(ENGINE_QUEUE_MAX), r.get(RESERVED_FOR_HIGH), r.get(TENANT_HEADER));
+    return new FlowConfig(r.get(QUEUE_TIMEOUT_S), r.get(MAX_QUEUED), r.get(ENGINE_QUEUE_MAX), r.get(RESERVED_FOR_HIGH),
+        r.get(PREFILL_LEGS_MAX), r.get(TENANT_HEADER));
   }
 
   public long queueTimeoutMs() {
