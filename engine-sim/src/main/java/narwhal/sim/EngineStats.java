@@ -18,6 +18,11 @@ final class EngineStats {
   final AtomicLong generationTokens = new AtomicLong();
   final AtomicLong running = new AtomicLong();
   final AtomicLong waiting = new AtomicLong();
+  /**
+   * Of {@link #waiting}: decode requests whose KV is still being pulled from their producer (vLLM's
+   * {@code WAITING_FOR_REMOTE_KVS}, skipped by its scheduler and reported as waiting for reason {@code deferred}).
+   */
+  final AtomicLong deferred = new AtomicLong();
   final AtomicLong unauthorized = new AtomicLong();
   final AtomicLong prefixQueries = new AtomicLong();
   final AtomicLong prefixHits = new AtomicLong();
@@ -62,6 +67,7 @@ final class EngineStats {
       .put("running", running.get())
       .put("waiting", waiting.get())
       .put("peak_waiting", peakWaiting.get())
+      .put("deferred", deferred.get())
       .put("handoffs_created", handoffsCreated.get())
       .put("handoffs_held", handoffsHeld)
       .put("handoffs_freed", handoffsFreed.get())

@@ -50,6 +50,8 @@ final class InferenceRun implements BatchScheduler.Listener {
   private int limit;
   private State state = State.NEW;
   private boolean closed;
+  /** Counted in {@link EngineStats#deferred} while its KV is pulled. */
+  private boolean deferring;
   private boolean roleSent;
   private int emitted;
   private String kv = "none";
@@ -199,9 +201,19 @@ final class InferenceRun implements BatchScheduler.Listener {
     if (kind == InjectedFault.KV_TRANSFER_FAIL) {
       return Future.succeededFuture(new KvPuller.Result(KvPuller.Outcome.ERROR, 0, "injected kv_transfer_fail"));
     }
+    deferring = true;
+    engine.counters().deferred.incrementAndGet();
     return engine.puller().pull(req.kvParams).compose(result -> result.outcome() == KvPuller.Outcome.TRANSFERRED
       ? delay(engine.config().getKvTransferPerBlockMs() * pulledBlocks(result)).map(result)
-      : Future.succeededFuture(result));
+      : Future.succeededFuture(result)).andThen(ar -> undefer());
+  }
+
+  /** Its KV has arrived (or will not): it waits for capacity now, no longer for the transfer. Idempotent. */
+  private void undefer() {
+    if (deferring) {
+      deferring = false;
+      engine.counters().deferred.decrementAndGet();
+    }
   }
 
   /** Remote blocks actually read: those past the prefix this engine already caches. */
@@ -534,6 +546,7 @@ final class InferenceRun implements BatchScheduler.Listener {
 
   /** Releases the request's slot and any blocks it still owns; idempotent. */
   private void finish(boolean completed) {
+    undefer();
     if (state == State.WAITING) {
       engine.counters().waiting.decrementAndGet();
     } else if (state == State.RUNNING) {

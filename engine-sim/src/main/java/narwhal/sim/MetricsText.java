@@ -19,7 +19,14 @@ final class MetricsText {
     String labels = "{" + bare + "}";
     StringBuilder out = new StringBuilder(2048);
     metric(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", labels, s.running.get());
-    metric(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", labels, s.waiting.get());
+    long waiting = s.waiting.get();
+    long deferred = Math.min(waiting, s.deferred.get());
+    metric(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", labels, waiting);
+    out.append("# HELP vllm:num_requests_waiting_by_reason Number of requests waiting, by reason: 'capacity' = waiting for "
+        + "scheduling capacity, 'deferred' = deferred by transient constraints (KV transfer).\n")
+      .append("# TYPE vllm:num_requests_waiting_by_reason gauge\n")
+      .append("vllm:num_requests_waiting_by_reason{").append(bare).append(",reason=\"capacity\"} ").append((double) (waiting - deferred)).append('\n')
+      .append("vllm:num_requests_waiting_by_reason{").append(bare).append(",reason=\"deferred\"} ").append((double) deferred).append('\n');
     metric(out, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", labels, usage);
     metric(out, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.",
       labels, s.prefixQueries.get());

@@ -127,6 +127,37 @@ class KvHandoffTest {
     assertEquals(descriptor, logged.getJsonObject("body").getJsonObject("kv_transfer_params"));
   }
 
+  /** The consumer's {@code vllm:num_requests_waiting_by_reason} series (-1: absent). */
+  private double waitingFor(SimEngine engine, String reason) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("vllm:num_requests_waiting_by_reason\\{[^}]*reason=\"" + reason
+      + "\"} (\\S+)").matcher(http.get(engine, "/metrics").text);
+    return m.find() ? Double.parseDouble(m.group(1)) : -1;
+  }
+
+  /**
+   * vLLM's scheduler skips a request still waiting for its remote KV and reports it as waiting for reason
+   * {@code deferred}; one waiting for a place in the batch is {@code capacity}. Both count in
+   * {@code vllm:num_requests_waiting}.
+   */
+  @Test
+  void aDecodeLegPullingItsKvWaitsDeferredNotForCapacity() {
+    SimEngine slow = SimEngine.start(vertx, new SimEngineOptions().setName("slow").setRole("decode")
+      .setKvTransferPerBlockMs(200), clock).await();
+    JsonObject client = SimClient.completion(PROMPT).put("max_tokens", 4);
+    JsonObject descriptor = prefill(producer, client, "rid-d").getJsonObject("kv_transfer_params");
+    assertEquals(0, waitingFor(slow, "deferred"));
+    io.vertx.core.Future<SimClient.Reply> decode = http.callAsync(slow.port(), io.vertx.core.http.HttpMethod.POST,
+      "/v1/completions", SimClient.decodeLeg(client, descriptor).toBuffer(), SimClient.DEFAULT_IDLE_TIMEOUT_MS,
+      "x-request-id", "rid-d");
+    assertTrue(http.eventually(() -> waitingFor(slow, "deferred") == 1), http.get(slow, "/metrics").text);
+    assertEquals(0, waitingFor(slow, "capacity"), "pulling its KV is no wait for capacity");
+    assertEquals(1, slow.stats().getInteger("waiting"), "vllm:num_requests_waiting counts it");
+    assertEquals(1, slow.stats().getInteger("deferred"));
+    assertEquals(200, decode.toCompletionStage().toCompletableFuture().join().status);
+    assertEquals(0, waitingFor(slow, "deferred"));
+    assertEquals(0, slow.stats().getInteger("deferred"));
+  }
+
   @Test
   void streamedChatDecodeAfterHandoffMatchesSingleEngine() {
     JsonObject client = SimClient.chat(PROMPT).put("max_tokens", 40).put("stream", true)

@@ -5,15 +5,19 @@ import io.vertx.core.json.JsonObject;
 /**
  * One reading of an engine's load from its {@code /metrics}, as vLLM publishes it: {@code vllm:num_requests_running},
  * {@code vllm:num_requests_waiting} and {@code vllm:kv_cache_usage_perc} (summed over the engine's label sets: a
- * data-parallel engine publishes one per rank), with when it was read and by which replica. A failed reading carries
+ * data-parallel engine publishes one per rank), with when it was read and by which replica. {@code queued}: of the
+ * waiting, those waiting for a place in the engine's batch ({@code vllm:num_requests_waiting_by_reason{reason="capacity"}}),
+ * not for their KV to arrive ({@code reason="deferred"}: a decode leg pulling its KV is no queue); an engine that does
+ * not publish the reasons (vLLM before them) has all its waiting taken as queued. A failed reading carries
  * its {@code error} and no figures: the engine's load is unknown, never zero. {@code idleReadings}: how many readings
  * in a row found the engine idle (nothing running or waiting, no leg placed since the one before), which slows its
  * readings down ({@link narwhal.common.config.PlacementConfig#readingIntervalMs}); bounded by {@link #MAX_IDLE_READINGS}.
  */
-record EngineLoad(String iid, double running, double waiting, double kvUsage, long readAtMs, String reader, String error,
-                  int idleReadings) {
+record EngineLoad(String iid, double running, double waiting, double queued, double kvUsage, long readAtMs, String reader,
+                  String error, int idleReadings) {
   static final String RUNNING = "vllm:num_requests_running";
   static final String WAITING = "vllm:num_requests_waiting";
+  static final String WAITING_BY_REASON = "vllm:num_requests_waiting_by_reason";
   static final String KV_USAGE = "vllm:kv_cache_usage_perc";
   /**
    * The most requests an engine's queue gauges (summed over its ranks) may count: more is no engine's load but a
@@ -24,7 +28,7 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
   static final int MAX_IDLE_READINGS = 16;
 
   EngineLoad(String iid, double running, double waiting, double kvUsage, long readAtMs, String reader, String error) {
-    this(iid, running, waiting, kvUsage, readAtMs, reader, error, 0);
+    this(iid, running, waiting, waiting, kvUsage, readAtMs, reader, error, 0);
   }
 
   /** Idle: nothing running or waiting on a reading that worked. */
@@ -34,7 +38,7 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
 
   /** This reading, counting the readings in a row before it that found the engine idle. */
   EngineLoad afterIdle(int before) {
-    return new EngineLoad(iid, running, waiting, kvUsage, readAtMs, reader, error, Math.min(MAX_IDLE_READINGS, before));
+    return new EngineLoad(iid, running, waiting, queued, kvUsage, readAtMs, reader, error, Math.min(MAX_IDLE_READINGS, before));
   }
 
   boolean ok() {
@@ -49,9 +53,11 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
   static EngineLoad parse(String iid, String text, long readAtMs, String reader) {
     double running = 0;
     double waiting = 0;
+    double capacity = 0;
     double kv = 0;
     boolean sawRunning = false;
     boolean sawWaiting = false;
+    boolean sawCapacity = false;
     for (String line : text.split("\n")) {
       if (line.isEmpty() || line.charAt(0) == '#') continue;
       String name = metricName(line);
@@ -75,6 +81,12 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
           sawWaiting = true;
         }
         case KV_USAGE -> kv = Math.max(kv, value);
+        case WAITING_BY_REASON -> {
+          if (line.contains("reason=\"capacity\"") && value >= 0 && Double.isFinite(value)) {
+            capacity += value;
+            sawCapacity = true;
+          }
+        }
         default -> { }
       }
     }
@@ -90,7 +102,8 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
       return failed(iid, readAtMs, reader, RUNNING + " + " + WAITING + " is " + (running + waiting)
           + ": not a load (expected a queue of at most 1e9 requests)");
     }
-    return new EngineLoad(iid, running, waiting, kv, readAtMs, reader, null);
+    double queued = sawCapacity ? Math.min(waiting, capacity) : waiting;
+    return new EngineLoad(iid, running, waiting, queued, kv, readAtMs, reader, null, 0);
   }
 
   private static String metricName(String line) {
@@ -103,7 +116,8 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
     JsonObject json = new JsonObject().put("iid", iid).put("read_at_ms", readAtMs).put("reader", reader);
     if (!ok()) return json.put("error", error);
     if (idleReadings > 0) json.put("idle_readings", idleReadings);
-    return json.put("running", running).put("waiting", waiting).put("kv_usage", kvUsage);
+    json.put("running", running).put("waiting", waiting).put("kv_usage", kvUsage);
+    return queued == waiting ? json : json.put("queued", queued);
   }
 
   static EngineLoad fromJson(JsonObject json) {
@@ -120,7 +134,9 @@ record EngineLoad(String iid, double running, double waiting, double kvUsage, lo
     String reader = json.getString("reader", "");
     if (json.getString("error") != null) return failed(json.getString("iid"), at, reader, json.getString("error"));
     int idle = Math.max(0, Math.min(MAX_IDLE_READINGS, json.getInteger("idle_readings", 0)));
-    return new EngineLoad(json.getString("iid"), json.getDouble("running", 0.0), json.getDouble("waiting", 0.0),
+    double waiting = json.getDouble("waiting", 0.0);
+    double queued = Math.max(0, Math.min(waiting, json.getDouble("queued", waiting)));
+    return new EngineLoad(json.getString("iid"), json.getDouble("running", 0.0), waiting, queued,
         json.getDouble("kv_usage", 0.0), at, reader, null, idle);
   }
 }

@@ -64,7 +64,7 @@ final class PlacementTable {
     final int[] reserved = new int[Phase.values().length];
     EngineLoad load;
     /**
-     * Requests waiting in the engine's queue by the reading before {@link #load} (0: none, or it failed): an engine is
+     * Requests queued for the engine's batch by the reading before {@link #load} (0: none, or it failed): an engine is
      * saturated by two readings in a row, not by one that caught its queue full for a moment.
      */
     double waitingBefore;
@@ -197,8 +197,8 @@ final class PlacementTable {
       EngineLoad r = s.load;
       if (r == null || !r.ok() || now - r.readAtMs() > stale) return PhaseRoom.UNBOUNDED;
       any = true;
-      saturated &= Math.min(r.waiting(), s.waitingBefore) >= queueMax;
-      room += (long) Math.max(0, queueMax - r.waiting());
+      saturated &= Math.min(r.queued(), s.waitingBefore) >= queueMax;
+      room += (long) Math.max(0, queueMax - r.queued());
       oldest = Math.min(oldest, r.readAtMs());
     }
     return any ? new PhaseRoom(room, saturated, oldest) : PhaseRoom.UNBOUNDED;
@@ -208,7 +208,7 @@ final class PlacementTable {
   synchronized void applyLoad(EngineLoad reading) {
     Slot slot = slots.get(reading.iid());
     if (slot == null || slot.load != null && reading.readAtMs() <= slot.load.readAtMs()) return;
-    slot.waitingBefore = slot.load != null && slot.load.ok() ? slot.load.waiting() : 0;
+    slot.waitingBefore = slot.load != null && slot.load.ok() ? slot.load.queued() : 0;
     slot.load = reading;
     slot.sent = 0;
     slot.othersSent = 0;

@@ -439,6 +439,27 @@ class LoadAwarePlacementTest {
   }
 
   @Test
+  void aDecodeLegWaitingForItsKvIsNoQueueWhenTheEngineSaysWhyItWaits() {
+    String text = """
+        vllm:num_requests_running{engine="0",model_name="m"} 2.0
+        vllm:num_requests_waiting{engine="0",model_name="m"} 7.0
+        vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="capacity"} 1.0
+        vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="deferred"} 6.0
+        """;
+    EngineLoad load = EngineLoad.parse("D0", text, 5, "r");
+    assertEquals(7.0, load.waiting(), "the load is every request the engine holds");
+    assertEquals(1.0, load.queued(), "its queue is those waiting for a place in the batch, not six pulling their KV");
+    EngineLoad shared = EngineLoad.fromJson(new JsonObject(load.toJson().encode()));
+    assertEquals(1.0, shared.queued(), "a reading shared on the bus keeps its queue");
+    assertEquals(7.0, EngineLoad.parse("D0", "vllm:num_requests_running 0\nvllm:num_requests_waiting 7\n", 5, "r").queued(),
+        "a vLLM that does not say why has all its waiting taken as queued");
+    assertEquals(7.0, EngineLoad.fromJson(new JsonObject().put("iid", "D0").put("read_at_ms", 1).put("waiting", 7)).queued(),
+        "a reading from a replica that does not share the queue: the waiting, whole");
+    assertEquals(7.0, EngineLoad.fromJson(new JsonObject().put("iid", "D0").put("read_at_ms", 1).put("waiting", 7)
+        .put("queued", 1e12)).queued(), "a queue larger than the waiting is no reading of a real engine: at most the waiting");
+  }
+
+  @Test
   void twoReplicasWithDifferentReadingsPutANewPrefixOnTheSameProducerBeforeAnyGossip() {
     PlacementTable a = table(PlacementConfig.CACHE_AWARE);
     PlacementTable b = table(PlacementConfig.CACHE_AWARE);

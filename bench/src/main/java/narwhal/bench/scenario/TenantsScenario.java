@@ -29,7 +29,8 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * P12, P13 (issue 44): sharing a saturated fleet. Simulated engines with a latency profile and a bounded batch
  * ({@code max_num_seqs}) give the fleet a capacity C of sequences at once. A steady tenant sends 20 % of what the fleet
- * serves (open loop) beside a tenant flooding it with 5× C requests at once (closed loop); the steady tenant's TTFT p99
+ * serves (open loop; the fleet serves what its slower tier does: the decode engines C sequences over a request's time, the
+ * one producer a prompt per {@code ttft_base_ms}, its steps' cost growing with each prompt they take) beside a tenant flooding it with 5× C requests at once (closed loop); the steady tenant's TTFT p99
  * is compared with its value alone, once through a router that dispatches everything (no tenants, the default
  * {@code serving.max_legs_in_flight}) and once through one with flow control (tenants, {@code max_legs_in_flight} = C).
  * A {@code high} tenant beside the flood is compared with itself alone; goodput (requests whose first token came within
@@ -61,7 +62,9 @@ public final class TenantsScenario implements Scenario {
     double itlMs = 10;
     double ttftMs = 20;
     double requestS = (ttftMs + tokens * itlMs) / 1000.0;
-    double steadyRate = 0.2 * capacity / requestS;
+    double decodePerS = capacity / requestS;
+    double prefillPerS = 1000.0 / ttftMs;
+    double steadyRate = 0.2 * Math.min(decodePerS, prefillPerS);
     double measureS = smoke ? 4 : 30;
     double warmS = smoke ? 1 : 10;
     long targetMs = smoke ? 2_000 : 1_000;
@@ -80,6 +83,8 @@ public final class TenantsScenario implements Scenario {
         .layout("quota: 3 clustered replicas, each its own JVM, one tenant with tokens_per_minute shared")
         .layout("all on one 2-core machine");
     report.parameter("capacity_c", capacity).parameter("tokens", tokens + " (mean; each request 1/2 to 3/2 of it)").parameter("steady_per_s", Fmt.num(steadyRate, 1))
+        .parameter("fleet_per_s", Fmt.num(Math.min(decodePerS, prefillPerS), 1) + " (decode " + Fmt.num(decodePerS, 1)
+            + ", prefill " + Fmt.num(prefillPerS, 1) + ")")
         .parameter("flood_concurrency", 5 * capacity).parameter("measure_s", measureS).parameter("ttft_target_ms", targetMs);
     Path keys = env.tmp().resolve("tenant-keys");
     Files.createDirectories(keys);

@@ -20,7 +20,8 @@ public interface LocalPlacement extends Shareable {
   void release(Reservation reservation);
 
   /**
-   * The engines' queues for {@code model} under {@code queueMax} requests waiting each ({@code flow.engine_queue_max}):
+   * The engines' queues for {@code model} under {@code queueMax} requests waiting each ({@code flow.engine_queue_max};
+   * waiting for a place in the batch, not for a KV transfer):
    * {@code saturated} when every serving engine of the prefill phase, or every one of the decode phase, has at least
    * {@code queueMax} waiting by its last fresh reading and the one before (one reading can catch a queue full for a
    * moment); {@code starts}, how many more their queues take: per phase the
