@@ -32,7 +32,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * serves (open loop; the fleet serves what its slower tier does: the decode engines C sequences over a request's time, the
  * one producer a prompt per {@code ttft_base_ms}, its steps' cost growing with each prompt they take) beside a tenant flooding it with 5× C requests at once (closed loop); the steady tenant's TTFT p99
  * is compared with its value alone, once through a router that dispatches everything (no tenants, the default
- * {@code serving.max_legs_in_flight}) and once through one with flow control (tenants, {@code max_legs_in_flight} = C).
+ * {@code serving.max_legs_in_flight}) and once through one with flow control (tenants, {@code max_legs_in_flight} = C, {@code flow.prefill_legs_max} 1).
  * A {@code high} tenant beside the flood is compared with itself alone; goodput (requests whose first token came within
  * the TTFT target) at 3× overload with and without flow control. Then 3 clustered replicas share one tenant's token
  * quota under a flood spread over all three: tokens admitted (the replicas' {@code narwhal_tenant_tokens_total}) against
@@ -79,7 +79,7 @@ public final class TenantsScenario implements Scenario {
             + " sequences at once)")
         .layout("router: one replica, its own JVM (-Xmx1g): first dispatching everything (no tenants, serving.max_legs_in_flight "
             + "at its default, flow.engine_queue_max 0), then with flow control (tenants steady and flood of class normal, vip of class high; "
-            + "max_legs_in_flight = 2C, flow.reserved_for_high = C/4, flow.prefill_legs_max 1)")
+            + "max_legs_in_flight = C, flow.reserved_for_high = C/4, flow.prefill_legs_max 1)")
         .layout("quota: 3 clustered replicas, each its own JVM, one tenant with tokens_per_minute shared")
         .layout("all on one 2-core machine");
     report.parameter("capacity_c", capacity).parameter("tokens", tokens + " (mean; each request 1/2 to 3/2 of it)").parameter("steady_per_s", Fmt.num(steadyRate, 1))
@@ -102,16 +102,14 @@ public final class TenantsScenario implements Scenario {
     }
     JsonObject flow = SimBench.set(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("journal-b.jsonl"), 0)),
         "serving", "max_in_flight", 20 * capacity);
-    // the producer is this fleet's bottleneck (prefill_legs_max bounds it); legs bounded at C became a second queue, where
-    // a steady request waited for one of the flood's decodes to end (2.6x its TTFT p99 alone, 2026-12-06)
-    SimBench.set(flow, "serving", "max_legs_in_flight", 2 * capacity);
+    SimBench.set(flow, "serving", "max_legs_in_flight", capacity);
     SimBench.set(flow, "flow", "reserved_for_high", capacity / 4);
     // P0 takes every short prompt of a burst into one step whose time grows with each (ttft_base_ms per prefill), and
     // reports none waiting: the router lines the prompts up instead, one at a time on the producer
     SimBench.set(flow, "flow", "prefill_legs_max", 1);
     flow.put("tenants", new JsonObject().put("steady", tenant(keys, "steady")).put("flood", tenant(keys, "flood"))
         .put("vip", tenant(keys, "vip").put("class", "high")));
-    progress.say("router with flow control (tenants, max_legs_in_flight " + 2 * capacity + ", reserved_for_high " + capacity / 4
+    progress.say("router with flow control (tenants, max_legs_in_flight " + capacity + ", reserved_for_high " + capacity / 4
         + ", prefill_legs_max 1)");
     Phases controlled;
     try (RouterProcess router = RouterProcess.start(env, name() + "-flow", flow,
