@@ -82,7 +82,7 @@ record EngineLoad(String iid, double running, double waiting, double queued, dou
         }
         case KV_USAGE -> kv = Math.max(kv, value);
         case WAITING_BY_REASON -> {
-          if (line.contains("reason=\"capacity\"") && value >= 0 && Double.isFinite(value)) {
+          if (reasonIsCapacity(line) && value >= 0 && Double.isFinite(value)) {
             capacity += value;
             sawCapacity = true;
           }
@@ -104,6 +104,20 @@ record EngineLoad(String iid, double running, double waiting, double queued, dou
     }
     double queued = sawCapacity ? Math.min(waiting, capacity) : waiting;
     return new EngineLoad(iid, running, waiting, queued, kv, readAtMs, reader, null, 0);
+  }
+
+  /**
+   * Whether the series' own {@code reason} label is {@code capacity}: the label named reason, not one whose name merely
+   * ends in it ({@code sub_reason="capacity"} on a deferred series is no queue).
+   */
+  private static boolean reasonIsCapacity(String line) {
+    String label = "reason=\"capacity\"";
+    int close = line.lastIndexOf('}');
+    for (int at = line.indexOf(label); at > 0 && at < close; at = line.indexOf(label, at + 1)) {
+      char before = line.charAt(at - 1);
+      if (before == '{' || before == ',' || before == ' ') return true;
+    }
+    return false;
   }
 
   private static String metricName(String line) {
