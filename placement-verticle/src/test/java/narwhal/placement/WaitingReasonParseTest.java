@@ -44,6 +44,20 @@ class WaitingReasonParseTest {
   }
 
   @Test
+  void samplesWithTheTimestampTheTextFormatAllowsAreReadByTheirValue() {
+    String text = """
+        vllm:num_requests_running{model_name="m"} 2 1733461200000
+        vllm:num_requests_waiting{model_name="m"} 6 1733461200000
+        vllm:num_requests_waiting_by_reason{model_name="m",reason="capacity"} 1 1733461200000
+        vllm:num_requests_waiting_by_reason{model_name="m",reason="deferred"} 5 1733461200000
+        """;
+    EngineLoad load = EngineLoad.parse("D0", text, 5, "r");
+    assertEquals(null, load.error(), "a sample's optional timestamp is no value");
+    assertEquals(6.0, load.waiting());
+    assertEquals(1.0, load.queued());
+  }
+
+  @Test
   void aSharedReadingWithAHostileQueue() {
     JsonObject base = new JsonObject().put("iid", "D0").put("read_at_ms", 1).put("running", 1).put("waiting", 5);
     assertEquals(0.0, EngineLoad.fromJson(base.copy().put("queued", -4)).queued(), "negative: none");
