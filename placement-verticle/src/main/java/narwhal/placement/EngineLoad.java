@@ -64,7 +64,7 @@ record EngineLoad(String iid, double running, double waiting, double queued, dou
       if (name == null) continue;
       double value;
       try {
-        value = Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1).trim());
+        value = Double.parseDouble(sampleValue(line, name));
       } catch (NumberFormatException notANumber) {
         continue;
       }
@@ -104,6 +104,14 @@ record EngineLoad(String iid, double running, double waiting, double queued, dou
     }
     double queued = sawCapacity ? Math.min(waiting, capacity) : waiting;
     return new EngineLoad(iid, running, waiting, queued, kv, readAtMs, reader, null, 0);
+  }
+
+  /** The sample's value: the first token after its name and labels (a timestamp may follow it). */
+  private static String sampleValue(String line, String name) {
+    int from = line.charAt(name.length()) == '{' ? line.lastIndexOf('}') + 1 : name.length();
+    if (from <= 0) throw new NumberFormatException("no value");
+    String[] tokens = line.substring(from).trim().split("\\s+");
+    return tokens[0];
   }
 
   /**
