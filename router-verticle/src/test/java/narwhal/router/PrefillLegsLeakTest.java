@@ -87,6 +87,23 @@ class PrefillLegsLeakTest {
   }
 
   @Test
+  void attemptsHeldPastTheQueueTimeoutLeaveNothingCounted() throws Exception {
+    try (RouterHarness h = RouterHarness.start(List.of("P0:prefill", "D0:decode"), json -> json
+            .put("flow", new JsonObject().put("prefill_legs_max", 1).put("queue_timeout_s", 0.3)),
+        (iid, options) -> {
+          if (iid.equals("P0")) options.setTtftBaseMs(1500);
+        })) {
+      List<Future<String>> replies = send(h, 3, 0);
+      List<String> statuses = new ArrayList<>();
+      for (Future<String> reply : replies) statuses.add(RouterHarness.await(reply).substring(0, 3));
+      assertTrue(statuses.contains("429"), "the held ones timed out: " + statuses);
+      awaitNothingCounted(h);
+      assertEquals(0, h.reservations(), "nothing left reserved");
+      assertTrue(RouterHarness.await(send(h, 1, 0).get(0)).startsWith("200 "), "the producer takes the next prompt");
+    }
+  }
+
+  @Test
   void aBatchPromptLeavesNothingCounted() throws Exception {
     try (RouterHarness h = start()) {
       JsonObject body = new JsonObject().put("model", RouterHarness.MODEL)
