@@ -110,8 +110,10 @@ record EngineLoad(String iid, double running, double waiting, double queued, dou
   private static String sampleValue(String line, String name) {
     int from = line.charAt(name.length()) == '{' ? line.lastIndexOf('}') + 1 : name.length();
     if (from <= 0) throw new NumberFormatException("no value");
-    String[] tokens = line.substring(from).trim().split("\\s+");
-    return tokens[0];
+    String rest = line.substring(from).trim();
+    int end = 0;
+    while (end < rest.length() && !Character.isWhitespace(rest.charAt(end))) end++;
+    return rest.substring(0, end);
   }
 
   /**
