@@ -289,13 +289,17 @@ final class ClusterSync {
       }
       return writeNewer(held);
     });
-    List<Future<Integer>> streaks = new ArrayList<>();
-    for (EngineConfig engine : withStreaks ? book.engines() : List.<EngineConfig>of()) {
-      for (FailureClass c : FailureClass.values()) {
-        streaks.add(shared.streak(engine.iid(), c).onSuccess(n -> book.applyStreak(engine.iid(), c, n)));
+    if (!withStreaks) return states.mapEmpty();
+    List<String> iids = book.engines().stream().map(EngineConfig::iid).toList();
+    Future<Map<String, Integer>> streaks = shared.streaks(iids, vertx.isClustered()).onSuccess(read -> {
+      for (String iid : iids) {
+        for (FailureClass c : FailureClass.values()) {
+          Integer n = read.get(SharedBreakerState.streakName(iid, c));
+          if (n != null) book.applyStreak(iid, c, n);
+        }
       }
-    }
-    return Future.join(states, Future.join(streaks)).mapEmpty();
+    });
+    return Future.join(states, streaks).mapEmpty();
   }
 
   /** Writes the states (and fleet hold) this book holds in a newer version than the cluster's; how many. */

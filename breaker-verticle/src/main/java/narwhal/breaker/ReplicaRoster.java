@@ -57,6 +57,9 @@ final class ReplicaRoster implements AdminHandler.Peers {
   private Cadence refreshes;
   private long ttlMs = MIN_TTL_MS;
   private boolean refreshing;
+  /** The configuration {@link #digest} was computed from (a reload makes a new one). */
+  private NarwhalConfig digested;
+  private JsonObject digest;
 
   ReplicaRoster(Vertx vertx, SharedBreakerState shared, BreakerBook book, String origin, Supplier<NarwhalConfig> config,
                 MeterRegistry registry) {
@@ -137,9 +140,14 @@ final class ReplicaRoster implements AdminHandler.Peers {
 
   private JsonObject own() {
     NarwhalConfig cfg = config.get();
-    JsonObject digest = new JsonObject();
-    SharedSettings.digest(cfg).forEach(digest::put);
-    return new JsonObject().put("replica", origin).put("member", ClusterView.of(vertx).self()).put("digest", digest)
+    if (cfg != digested) {
+      // the digest hashes the engine list among the rest: once per configuration, not once per refresh (every second)
+      JsonObject fresh = new JsonObject();
+      SharedSettings.digest(cfg).forEach(fresh::put);
+      digest = fresh;
+      digested = cfg;
+    }
+    return new JsonObject().put("replica", origin).put("member", ClusterView.of(vertx).self()).put("digest", digest.copy())
         .put("eject_after", cfg.recovery().ejectAfter()).put("liveness_misses", cfg.recovery().livenessMisses())
         .put("at", System.currentTimeMillis());
   }

@@ -47,6 +47,10 @@ public final class ClusterBootstrap {
   public static final String CONFIG_PROPERTY = "narwhal.cluster.config";
   static final String DEFAULT_FILE = "conf/cluster.xml";
   private static final String RESOURCE = "/cluster.xml";
+  /** How long Hazelcast tries to join before it gives up the start: {@code cluster.join_timeout_s}, whole seconds up. */
+  static final String MAX_JOIN_PROPERTY = "hazelcast.max.join.seconds";
+  /** conf/cluster.xml's {@code hazelcast.tcp.join.port.try.count}: the ports a member without one is tried on. */
+  private static final int JOIN_PORTS = 10;
   /**
    * The split-brain merge policy of every map the replicas share (docs/operations.md#partitions), set here rather than
    * in the cluster file, since each follows from what its entries mean, not from the deployment.
@@ -65,6 +69,9 @@ public final class ClusterBootstrap {
   public static Config hazelcastConfig(ClusterConfig cluster, boolean liteMember) {
     Config config = baseConfig();
     config.setClusterName(cluster.name());
+    // Hazelcast retries a join for 300 s by default; a port that answers the connection but not the join (an engine
+    // listening after cluster.port) kept a start waiting that long: it gives up after cluster.join_timeout_s instead
+    config.setProperty(MAX_JOIN_PROPERTY, String.valueOf((long) Math.ceil(cluster.joinTimeoutS())));
     config.setLiteMember(liteMember);
     config.getMemberAttributeConfig().setAttribute(ClusterHealth.TLS_ATTRIBUTE, String.valueOf(cluster.tls().enabled()));
     NetworkConfig network = config.getNetworkConfig();
@@ -102,6 +109,32 @@ public final class ClusterBootstrap {
     MERGE_POLICIES.forEach((map, policy) -> config.addMapConfig(new MapConfig(config.getMapConfig(map)).setName(map)
         .setMergePolicyConfig(new MergePolicyConfig(policy.getName(), MergePolicyConfig.DEFAULT_BATCH_SIZE))));
     return config;
+  }
+
+  /**
+   * A clustered start that failed, said in the fleet file's terms when Hazelcast gave up its join
+   * ({@value #MAX_JOIN_PROPERTY}, set from {@code cluster.join_timeout_s}): what answered on the ports it tried was no
+   * Narwhal replica. Any other failure is returned as it is.
+   */
+  static Throwable joinFailure(Throwable err, ClusterConfig cluster) {
+    if (!joinGivenUp(err)) return err;
+    List<String> portless = cluster.members().stream().filter(m -> !m.contains(":")).toList();
+    String tried = portless.isEmpty() ? "" : "; members given without a port (" + String.join(", ", portless) + ") are tried on cluster.port "
+        + cluster.port() + " and the " + (JOIN_PORTS - 1) + " ports after it";
+    return new IllegalStateException("cluster: could not join the cluster within cluster.join_timeout_s = " + cluster.joinTimeoutS()
+        + " s: something answers on a port this replica looks for members on (cluster.port " + cluster.port() + ", cluster.members "
+        + cluster.members() + tried + ") but does not take part in the join (another service on that port, such as an engine, or a "
+        + "replica that does not answer); give cluster.port a range no other service listens on, or each member its port", err);
+  }
+
+  /** True when {@code err}, or one of its causes, is Hazelcast's start ending for want of a join. */
+  private static boolean joinGivenUp(Throwable err) {
+    for (Throwable t = err; t != null; t = t.getCause()) {
+      String message = String.valueOf(t.getMessage());
+      if (message.contains("Node failed to start") || message.contains("Could not join cluster")) return true;
+      if (t.getCause() == t) break;
+    }
+    return false;
   }
 
   private static Map<String, Class<?>> mergePolicies() {

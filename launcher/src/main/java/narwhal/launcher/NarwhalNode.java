@@ -171,7 +171,7 @@ public final class NarwhalNode {
     ClusterBootstrap.start(options, GuardedMetricsFactory.micrometer(registry, config.metrics().vertxHttp()), config.cluster(), cluster, env)
         .onFailure(err -> {
           if (health != null) health.close();
-          created.fail(err);
+          created.fail(cluster == null ? err : ClusterBootstrap.joinFailure(err, config.cluster()));
         })
         .onSuccess(vertx -> {
           NarwhalNode node = new NarwhalNode(vertx, registry, cluster, health, config, env);

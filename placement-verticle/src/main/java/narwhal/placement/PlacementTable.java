@@ -247,10 +247,17 @@ final class PlacementTable {
     return slot.load == null ? 0 : slot.load.readAtMs();
   }
 
-  /** This replica's legs sent to each engine since its reading, as the other replicas take them. */
+  /**
+   * This replica's legs sent to each engine since its reading, as the other replicas take them: only the engines it sent
+   * legs to. A count of 0 adds nothing to another replica's sum, and leaving it out keeps the message of an idle replica
+   * empty, and unchanged while readings come in (with every engine listed, each new reading changed the message, and
+   * 1,000 idle engines made each replica publish all 1,000 counts ten times a second).
+   */
   synchronized Map<String, LegsSent.Count> sentSinceReadings() {
     Map<String, LegsSent.Count> out = new HashMap<>();
-    for (Slot slot : slots.values()) out.put(slot.engine.iid(), new LegsSent.Count(readingMs(slot), slot.sent));
+    for (Slot slot : slots.values()) {
+      if (slot.sent > 0) out.put(slot.engine.iid(), new LegsSent.Count(readingMs(slot), slot.sent));
+    }
     return out;
   }
 
