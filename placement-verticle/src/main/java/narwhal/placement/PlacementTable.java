@@ -67,7 +67,7 @@ final class PlacementTable {
      * Requests queued for the engine's batch by the reading before {@link #load} (0: none, or it failed): an engine is
      * saturated by two readings in a row, not by one that caught its queue full for a moment.
      */
-    double waitingBefore;
+    double queuedBefore;
     /**
      * Legs this replica sent since {@link #load} was read and still holds (the reading counts those that ran before
      * it; a leg that ended since is no load), and the other replicas' count against the same reading.
@@ -84,6 +84,15 @@ final class PlacementTable {
     long streakAtMs;
     /** The model cards of the engine's last {@code /v1/models} listing, by id; null until one is read. */
     Map<String, io.vertx.core.json.JsonObject> listed;
+
+    /** What was read of the engine (listing, load, legs counted against the load) no longer holds. */
+    void forgetReadings() {
+      listed = null;
+      load = null;
+      queuedBefore = 0;
+      sent = 0;
+      othersSent = 0;
+    }
 
     boolean serves(String model) {
       return model == null || engine.model().equals(model) || listed != null && listed.containsKey(model);
@@ -126,20 +135,12 @@ final class PlacementTable {
         slot = new Slot(engine);
       } else if (!slots.containsKey(engine.iid())) {
         // added back while legs made before its removal still run: it keeps their count, nothing else
-        slot.listed = null;
-        slot.load = null;
-        slot.waitingBefore = 0;
-        slot.sent = 0;
-        slot.othersSent = 0;
+        slot.forgetReadings();
         slot.state = EngineState.SERVING;
       }
       if (!engine.equals(slot.engine)) {
         prefixes.forget(engine.iid());
-        slot.listed = null;
-        slot.load = null;
-        slot.waitingBefore = 0;
-        slot.sent = 0;
-        slot.othersSent = 0;
+        slot.forgetReadings();
       }
       slot.engine = engine;
       kept.put(engine.iid(), slot);
@@ -166,7 +167,8 @@ final class PlacementTable {
   /**
    * The engines' queues for {@code model} under {@code queueMax} requests waiting each
    * ({@link narwhal.common.bus.LocalPlacement#room}): saturated when every serving engine of a phase that serves it had
-   * {@code queueMax} waiting by its last two readings (one reading can catch a queue full for a moment); room, per phase the sum of {@code queueMax - waiting} (at least 0), the smaller phase's.
+   * {@code queueMax} queued by its last two readings (one reading can catch a queue full for a moment); room, per phase
+   * the sum of {@code queueMax - queued} (at least 0), the smaller phase's.
    * An engine whose reading failed, is stale (older than three intervals) or missing leaves its phase unbounded.
    */
   synchronized narwhal.common.bus.LocalPlacement.Room room(String model, int queueMax) {
@@ -197,7 +199,7 @@ final class PlacementTable {
       EngineLoad r = s.load;
       if (r == null || !r.ok() || now - r.readAtMs() > stale) return PhaseRoom.UNBOUNDED;
       any = true;
-      saturated &= Math.min(r.queued(), s.waitingBefore) >= queueMax;
+      saturated &= Math.min(r.queued(), s.queuedBefore) >= queueMax;
       room += (long) Math.max(0, queueMax - r.queued());
       oldest = Math.min(oldest, r.readAtMs());
     }
@@ -208,7 +210,7 @@ final class PlacementTable {
   synchronized void applyLoad(EngineLoad reading) {
     Slot slot = slots.get(reading.iid());
     if (slot == null || slot.load != null && reading.readAtMs() <= slot.load.readAtMs()) return;
-    slot.waitingBefore = slot.load != null && slot.load.ok() ? slot.load.queued() : 0;
+    slot.queuedBefore = slot.load != null && slot.load.ok() ? slot.load.queued() : 0;
     slot.load = reading;
     slot.sent = 0;
     slot.othersSent = 0;
