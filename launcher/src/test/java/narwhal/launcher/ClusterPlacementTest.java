@@ -40,7 +40,7 @@ class ClusterPlacementTest {
         NarwhalNode first = replicas.get(group % 2);
         NarwhalNode other = replicas.get(1 - group % 2);
         JsonObject placed = place(first, affinity);
-        assertEquals("new_prefix", placed.getString("reason"), "a prefix seen for the first time goes by rendezvous within the load bound");
+        assertEquals("new_prefix", placed.getString("reason"), "a prefix seen for the first time goes to the least loaded producer, by rendezvous among equals");
         String home = placed.getString("iid");
         awaitKnown(h, other, group + 1);
         for (NarwhalNode node : List.of(other, first)) {

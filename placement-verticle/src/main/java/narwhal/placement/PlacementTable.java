@@ -339,9 +339,9 @@ final class PlacementTable {
           chosen = leastReserved(candidates, phase);
           reason = Reservation.LEAST_RESERVED;
         } else if (homes.isEmpty()) {
-          // a prefix no replica placed lately: the first producer in its rendezvous order within the load bound, so
-          // every replica puts it in the same place before any gossip says where it went
-          chosen = candidates.get(Math.abs(byAffinity(candidates, scores, prefix)) - 1);
+          // a prefix no replica placed lately: the first of the least loaded producers in its rendezvous order, so
+          // replicas that see the same loads put it in the same place before any gossip says where it went
+          chosen = firstOfLeast(candidates, scores, prefix);
           reason = NEW_PREFIX;
         } else {
           chosen = lowest(candidates, scores, phase);
@@ -564,6 +564,30 @@ final class PlacementTable {
     }
     if (within == first) return first + 1;
     return within < 0 ? -(first + 1) : -(within + 1);
+  }
+
+  /**
+   * The first of the least loaded candidates in {@code affinity}'s rendezvous order. Not the first within the load
+   * bound: a prompt placed one leg above the least loaded producer waits a whole prefill for it, every time, while two
+   * replicas disagreeing on a new prefix cost at most one more miss; by the least loaded, prompts that share nothing
+   * spread as by load (the bound let them pile up to 1.69x least_reserved's TTFT in the placement benchmark), and
+   * replicas whose views agree on the least loaded (an idle fleet: all of them) still agree on the producer.
+   */
+  private static Slot firstOfLeast(List<Slot> candidates, double[] scores, String affinity) {
+    double least = Double.MAX_VALUE;
+    for (double v : scores) least = Math.min(least, v);
+    long key = Rendezvous.hash(affinity);
+    Slot first = null;
+    long firstWeight = 0;
+    for (int i = 0; i < scores.length; i++) {
+      if (scores[i] > least) continue;
+      long weight = Rendezvous.weight(key, candidates.get(i).hash);
+      if (first == null || Long.compareUnsigned(weight, firstWeight) > 0) {
+        first = candidates.get(i);
+        firstWeight = weight;
+      }
+    }
+    return first;
   }
 
   /** The first engine in {@code affinity}'s rendezvous order of those whose role and model could take the leg, in service or not. */

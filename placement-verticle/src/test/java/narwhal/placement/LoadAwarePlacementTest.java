@@ -352,7 +352,7 @@ class LoadAwarePlacementTest {
   }
 
   @Test
-  void promptsThatShareNothingSpreadWithinTheLoadBoundNotPiledOnTheProducerTheirHashNames() {
+  void promptsThatShareNothingArePlacedByLoadNotPiledOnTheProducerTheirHashNames() {
     PlacementTable t = table(PlacementConfig.CACHE_AWARE);
     for (String p : List.of("P0", "P1", "P2", "P3")) t.applyLoad(reading(p, 0, 0, 0));
     java.util.Map<String, Integer> perProducer = new java.util.TreeMap<>();
@@ -360,9 +360,10 @@ class LoadAwarePlacementTest {
       String affinity = "prefix:" + Long.toHexString(narwhal.common.bus.Rendezvous.hash("unique prompt " + i));
       perProducer.merge(place(t, Phase.PREFILL, affinity), 1, Integer::sum);
     }
-    assertEquals(Set.of("P0", "P1", "P2", "P3"), perProducer.keySet(), "every producer takes some: " + perProducer);
-    // each went to its first producer in rendezvous order whose load was within load_factor (1.25) x mean + 1
-    assertTrue(perProducer.values().stream().allMatch(n -> n <= 4), "12 unique prompts held at once, none past the bound: " + perProducer);
+    // within the load bound (load_factor x mean + 1) their hashes put up to 4 on one producer while another had 2: a
+    // prefill behind another waits for it (the placement benchmark's no-sharing TTFT p50 was 1.69x least_reserved's)
+    assertEquals(java.util.Map.of("P0", 3, "P1", 3, "P2", 3, "P3", 3), perProducer,
+        "12 unique prompts held at once: 3 on each producer, as by load");
   }
 
   @Test
@@ -460,17 +461,18 @@ class LoadAwarePlacementTest {
   }
 
   @Test
-  void twoReplicasWithDifferentReadingsPutANewPrefixOnTheSameProducerBeforeAnyGossip() {
+  void twoReplicasThatSeeTheSameLeastLoadedPutANewPrefixOnTheSameProducerBeforeAnyGossip() {
     PlacementTable a = table(PlacementConfig.CACHE_AWARE);
     PlacementTable b = table(PlacementConfig.CACHE_AWARE);
-    // each replica sees the producers a little differently (its own legs since the readings), all within the bound
+    // the replicas' views differ on the busier producers (each one's own legs since the readings) but agree that P1
+    // and P2 are the least loaded
     a.applyLoad(reading("P0", 1, 0, 0));
-    a.applyLoad(reading("P1", 2, 0, 0));
-    a.applyLoad(reading("P2", 1, 0, 0));
+    a.applyLoad(reading("P1", 0, 0, 0));
+    a.applyLoad(reading("P2", 0, 0, 0));
     a.applyLoad(reading("P3", 2, 0, 0));
     b.applyLoad(reading("P0", 2, 0, 0));
-    b.applyLoad(reading("P1", 1, 0, 0));
-    b.applyLoad(reading("P2", 2, 0, 0));
+    b.applyLoad(reading("P1", 0, 0, 0));
+    b.applyLoad(reading("P2", 0, 0, 0));
     b.applyLoad(reading("P3", 1, 0, 0));
     Set<String> used = new HashSet<>();
     for (int group = 0; group < 40; group++) {
@@ -481,6 +483,21 @@ class LoadAwarePlacementTest {
       assertEquals("new_prefix", onA.reason());
       used.add(onA.iid());
     }
-    assertEquals(Set.of("P0", "P1", "P2", "P3"), used, "new prefixes still spread over the producers within the bound");
+    assertEquals(Set.of("P1", "P2"), used, "new prefixes spread over the least loaded producers, and only those");
+
+    PlacementTable idleA = table(PlacementConfig.CACHE_AWARE);
+    PlacementTable idleB = table(PlacementConfig.CACHE_AWARE);
+    for (String p : List.of("P0", "P1", "P2", "P3")) {
+      idleA.applyLoad(reading(p, 0, 0, 0));
+      idleB.applyLoad(reading(p, 0, 0, 0));
+    }
+    used.clear();
+    for (int group = 0; group < 40; group++) {
+      String affinity = "prefix:idle-" + group;
+      String onA = leg(idleA, affinity, Set.of()).iid();
+      assertEquals(onA, leg(idleB, affinity, Set.of()).iid(), affinity + " on an idle fleet: one producer on both replicas");
+      used.add(onA);
+    }
+    assertEquals(Set.of("P0", "P1", "P2", "P3"), used, "an idle fleet's new prefixes spread over every producer");
   }
 }

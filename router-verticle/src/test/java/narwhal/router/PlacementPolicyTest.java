@@ -38,7 +38,7 @@ class PlacementPolicyTest {
         assertEquals(200, reply.status(), reply.body());
         JsonObject row = h.journalRow(reply.requestId());
         if (i == 0) {
-          assertEquals("new_prefix", row.getString("prefill_placement"), "a prefix seen for the first time goes by rendezvous within the load bound: " + row.encode());
+          assertEquals("new_prefix", row.getString("prefill_placement"), "a prefix seen for the first time goes to the least loaded producer, by rendezvous among equals: " + row.encode());
           continue;
         }
         producers.add(row.getString("prefill_iid"));
