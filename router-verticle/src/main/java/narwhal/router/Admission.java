@@ -254,12 +254,19 @@ final class Admission {
     private long timer = -1;
     /** Granted as it asked (nothing was waiting and a leg was free): its wait is not recorded. */
     private boolean immediate;
+    /** How long it waited for its turn, once granted (0 when granted as it asked). */
+    private volatile long waitedNanos;
 
     private LegTurn(Context context, Lane lane, String model, String producer) {
       this.context = context;
       this.lane = lane;
       this.model = model;
       this.producer = producer;
+    }
+
+    /** How long it waited for its turn: 0 until granted, and when granted as it asked. */
+    long waitedNanos() {
+      return waitedNanos;
     }
 
     /** Completes when this attempt may send its legs; fails when it was released before its turn came. */
@@ -363,7 +370,10 @@ final class Admission {
   private void grant(LegTurn t) {
     t.context.runOnContext(v -> {
       if (t.timer >= 0) t.context.owner().cancelTimer(t.timer);
-      if (!t.immediate) waits.accept(t.lane, System.nanoTime() - t.queuedNanos);
+      if (!t.immediate) {
+        t.waitedNanos = System.nanoTime() - t.queuedNanos;
+        waits.accept(t.lane, t.waitedNanos);
+      }
       t.granted.tryComplete();
     });
   }

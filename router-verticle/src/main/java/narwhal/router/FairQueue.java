@@ -8,11 +8,13 @@ import java.util.Map;
 
 /**
  * The order in which waiting items leave (docs/operations.md#sharing-a-fleet): the highest priority class first
- * ({@code rank} 0), and within a class fairly across tenants by start-time fair queueing: each item is tagged with its
- * tenant's virtual finish time, {@code max(class clock, tenant's last tag) + cost / weight}, and the smallest tag
- * leaves first, so a tenant gets its weight's share of the class's cost (tokens) whatever it queued, and one that was
- * idle starts at the class's clock instead of with a saved-up credit. Within a tenant, arrival order. Not thread-safe:
- * its owner locks it.
+ * ({@code rank} 0), and within a class fairly across tenants by start-time fair queueing (Goyal, Vin and Cheng): each
+ * item starts at its tenant's virtual time, {@code max(class clock, the finish of the tenant's previous item)}, and
+ * finishes {@code cost / weight} later; the earliest start leaves first and sets the class's clock. A tenant gets its
+ * weight's share of the class's cost (tokens) whatever it queued; one that was idle starts at the clock, before every
+ * backlogged tenant's next item whatever its own cost (ordered by finish times, a steady tenant's long prompt waited
+ * behind as many of a flood's short ones as it was longer), and with no saved-up credit. Within a tenant, arrival
+ * order. Not thread-safe: its owner locks it.
  *
  * @param <T> what waits
  */
@@ -23,6 +25,7 @@ final class FairQueue<T> {
     final Lane lane;
     /** What it added to its lane's tags: its cost over its tenant's weight. */
     final double increment;
+    /** Its virtual finish time; it starts {@link #increment} before. */
     double tag;
 
     private Entry(T item, Lane lane, double increment, double tag) {
@@ -88,7 +91,7 @@ final class FairQueue<T> {
   /**
    * The next item to leave among those {@code eligible} (whose engines can take one more), removed; null when none of
    * the waiting ones is. An item that may not leave yet keeps its place: the first eligible one of its tenant goes in
-   * its stead, with the tag the tenant's head would have had had it been queued first (so held items cost their
+   * its stead, at the head's start (so held items cost their
    * tenant nothing in the fair order), and the items it passed move back by its cost. A class whose waiting items are
    * all held lets the next class go; a class not {@code open} is passed over whole.
    */
@@ -103,9 +106,10 @@ final class FairQueue<T> {
       for (Lane lane : candidates) {
         Entry<T> first = firstEligible(lane, eligible);
         if (first == null) continue;
+        // its start, or the start its tenant's head has when the head may not leave yet
         Entry<?> head = lane.waiting.peekFirst();
-        double tag = head == first ? first.tag : head.tag - head.increment + first.increment;
-        // on equal tags the tenant with less waiting goes first: a newcomer is not behind a backlog's head
+        double tag = head.tag - head.increment;
+        // on equal starts the tenant with less waiting goes first: a newcomer is not behind a backlog's head
         if (best == null || tag < bestTag || tag == bestTag && lane.waiting.size() < best.waiting.size()) {
           best = lane;
           bestEntry = first;

@@ -25,7 +25,7 @@ final class JournalRow {
     this.row = new JsonObject().put("rid", rid).put("client_rid", clientRid).put("model", null).put("endpoint", endpoint)
         .put("tenant", null).put("class", null)
         .put("arrived", arrived.toString()).put("terminal", null).put("reason", null).put("status", null).put("error_type", null)
-        .put("ttft_s", null).put("first_byte_s", null).put("prefill_iid", null).put("decode_iid", null)
+        .put("queued_s", null).put("ttft_s", null).put("first_byte_s", null).put("prefill_iid", null).put("decode_iid", null)
         .put("prefill_placement", null).put("decode_placement", null).put("crossed", null).put("attempts", 0)
         .put("attempt_failures", new JsonArray()).put("output_len", 0).put("handoffs_left", 0)
         .put("prompt_tokens", null).put("completion_tokens", null).put("cached_tokens", null).put("prefill_cached_tokens", null)
@@ -52,6 +52,12 @@ final class JournalRow {
   /** Arrival to the end of the prefill and to the first output, in nanoseconds; negative: not reached. */
   JournalRow timing(long ttftNanos, long firstByteNanos) {
     row.put("ttft_s", seconds(ttftNanos)).put("first_byte_s", seconds(firstByteNanos));
+    return this;
+  }
+
+  /** How long its attempts waited for turns in the router's queue, in nanoseconds; negative: none asked for one. */
+  JournalRow queued(long queuedNanos) {
+    row.put("queued_s", seconds(queuedNanos));
     return this;
   }
 

@@ -82,6 +82,8 @@ final class RequestLifecycle implements Admission.Cuttable {
   private Attempt current;
   private long ttftNanos = -1;
   private long firstByteNanos = -1;
+  /** How long its attempts waited for turns at the router, summed; -1 while none asked for one. */
+  private long queuedNanos = -1;
   private Retried retried;
   private boolean fitChecked;
   private int handoffsLeft;
@@ -293,7 +295,10 @@ final class RequestLifecycle implements Admission.Cuttable {
     a.turn = ctx.admission().legTurn(cfg.serving().maxLegsInFlight(), context, request.lane(), request.model(), producer,
         cfg.flow().queueTimeoutMs(),
         cfg.flow().maxQueued());
-    return a.turn.granted().compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
+    long asked = System.nanoTime();
+    Admission.LegTurn turn = a.turn;
+    return turn.granted().andThen(ar -> queuedNanos = Math.max(0, queuedNanos) + (ar.succeeded() ? turn.waitedNanos() : System.nanoTime() - asked))
+        .compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
   }
 
   /**
@@ -781,7 +786,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     trace.finished(terminal.wireName(), reason, status, errorType, attempt);
     ctx.journal().append(new JournalRow(request.rid(), request.clientRid(), request.endpoint(), request.arrived(),
             request.arrivedNanos())
-        .model(acceptedModel).tenant(request.lane()).ending(terminal, reason, status, errorType).timing(ttftNanos, firstByteNanos)
+        .model(acceptedModel).tenant(request.lane()).ending(terminal, reason, status, errorType).queued(queuedNanos).timing(ttftNanos, firstByteNanos)
         .engines(current == null ? null : current.producer, current == null ? null : current.consumer)
         .attempts(attempt, attemptFailures).output(client.outputLength(), handoffsLeft).usage(usage)
         .prefillCached(current == null || current.handoff == null ? null : current.handoff.cachedTokens())

@@ -64,6 +64,12 @@ class PrefillLegsMaxTest {
       assertEquals(0, flow(h).getInteger("held_by_producers"));
       assertEquals(new JsonObject(), flow(h).getJsonObject("prefills_running"), "no prefill left counted");
       assertEquals(0, h.reservations(), "nothing left reserved");
+      List<JsonObject> rows = h.journalRows(BURST);
+      long waited = rows.stream().filter(r -> r.getDouble("queued_s") > 0).count();
+      assertTrue(waited >= BURST - 1, "every request but the first waited its turn at the router: " + rows);
+      for (JsonObject r : rows) {
+        assertTrue(r.getDouble("queued_s") < r.getDouble("ttft_s"), "the wait is part of the time to the prefill's end: " + r.encode());
+      }
     }
   }
 
@@ -74,6 +80,7 @@ class PrefillLegsMaxTest {
       for (Future<String> reply : replies) assertTrue(RouterHarness.await(reply).startsWith("200 "));
       assertTrue(h.engine("P0").stats().getLong("peak_requests_in_progress") >= 2,
           "P0 took more than one prefill at once: " + h.engine("P0").stats().encode());
+      for (JsonObject r : h.journalRows(BURST)) assertEquals(0.0, r.getDouble("queued_s"), "nothing waited at the router: " + r.encode());
     }
   }
 }

@@ -98,7 +98,8 @@ public final class TenantsScenario implements Scenario {
     try (RouterProcess router = RouterProcess.start(env, name() + "-everything", plain,
         new RouterProcess.Options(List.of("-Xmx1g"), false, false))) {
       HttpWork via = new HttpWork(load.vertx(), load.client(10 * capacity), "127.0.0.1", router.port());
-      everything = phases(load, via, via, via, steadyRate, capacity, tokens, warmS, measureS, targetMs, progress, "dispatch everything");
+      everything = phases(load, via, via, via, steadyRate, capacity, tokens, warmS, measureS, targetMs, progress, "dispatch everything",
+          new PlacementBreakdown(List.of(env.tmp().resolve("journal-a.jsonl"))));
     }
     JsonObject flow = SimBench.set(SimBench.unbalanced(fleet.fleetFile(env.tmp().resolve("journal-b.jsonl"), 0)),
         "serving", "max_in_flight", 20 * capacity);
@@ -116,7 +117,8 @@ public final class TenantsScenario implements Scenario {
         new RouterProcess.Options(List.of("-Xmx1g"), false, false))) {
       HttpWork via = new HttpWork(load.vertx(), load.client(10 * capacity), "127.0.0.1", router.port());
       controlled = phases(load, via.withHeader("authorization", "Bearer sk-steady"), via.withHeader("authorization", "Bearer sk-flood"),
-          via.withHeader("authorization", "Bearer sk-vip"), steadyRate, capacity, tokens, warmS, measureS, targetMs, progress, "flow control");
+          via.withHeader("authorization", "Bearer sk-vip"), steadyRate, capacity, tokens, warmS, measureS, targetMs, progress, "flow control",
+          new PlacementBreakdown(List.of(env.tmp().resolve("journal-b.jsonl"))));
       String metrics = via.getBlocking("/metrics", 10_000).body().toString();
       ResultTable waits = new ResultTable("the router's queue over the flow-control phases (narwhal_flow_wait_seconds: attempts that waited)",
           "class", "attempts that waited", "mean wait ms", "longest of the last window ms");
@@ -139,6 +141,15 @@ public final class TenantsScenario implements Scenario {
           Fmt.num(p.flood.rps(), 1), p.steadyFlooded.errors());
     }
     report.table(table);
+    ResultTable where = new ResultTable("where the measured tenant's time went (the router's journal: completed requests of the phase), ms",
+        "router", "phase", "requests", "queued p50", "queued p99", "prefill p50", "prefill p99", "to first output p50",
+        "to first output p99", "first output p99");
+    for (Phases p : List.of(everything, controlled)) {
+      p.rows.forEach((phase, rows) -> where.row(p.label, phase, rows.size(), ms(rows, "queued_s", null, 0.5), ms(rows, "queued_s", null, 0.99),
+          ms(rows, "ttft_s", "queued_s", 0.5), ms(rows, "ttft_s", "queued_s", 0.99), ms(rows, "first_byte_s", "ttft_s", 0.5),
+          ms(rows, "first_byte_s", "ttft_s", 0.99), ms(rows, "first_byte_s", null, 0.99)));
+    }
+    report.table(where);
     double steadyRatio = ratio(controlled.steadyFlooded, controlled.steadyAlone);
     report.verdict(Verdict.perf("P12", "steady tenant's TTFT p99 beside a 5x flood / alone, flow control (dispatch everything: "
         + Fmt.num(ratio(everything.steadyFlooded, everything.steadyAlone), 2) + "×)", Fmt.num(steadyRatio, 2) + "×", "≤ 1.5×",
@@ -153,33 +164,63 @@ public final class TenantsScenario implements Scenario {
     quota(env, fleet, load, keys, tokens, smoke, report, progress);
   }
 
-  /** The phases of one router: each tenant alone, beside the flood, and the 3x goodput run. */
+  /**
+   * The phases of one router: each tenant alone, beside the flood, and the 3x goodput run; {@code rows}: the measured
+   * tenant's journal rows of each measured phase.
+   */
   private record Phases(String label, RunStats steadyAlone, RunStats steadyFlooded, RunStats vipAlone, RunStats vipFlooded,
-                        RunStats flood, double goodput) {
+                        RunStats flood, double goodput, java.util.Map<String, List<JsonObject>> rows) {
+  }
+
+  /** The {@code q} quantile of {@code field} less {@code less} (null: nothing) over {@code rows}, in ms; "—" when none has them. */
+  private static String ms(List<JsonObject> rows, String field, String less, double q) {
+    double[] v = rows.stream().filter(r -> r.getValue(field) instanceof Number && (less == null || r.getValue(less) instanceof Number))
+        .mapToDouble(r -> r.getDouble(field) - (less == null ? 0 : r.getDouble(less))).sorted().toArray();
+    return v.length == 0 ? "—" : Fmt.num(1000 * v[Math.min(v.length - 1, (int) Math.ceil(q * v.length) - 1)], 1);
+  }
+
+  /** The rows of {@code tenant} (null: any) that {@code journal} gained since its mark. */
+  private static List<JsonObject> rowsOf(PlacementBreakdown journal, String tenant) {
+    return journal.rows().stream().filter(r -> tenant == null || tenant.equals(r.getString("tenant"))).toList();
   }
 
   private static Phases phases(LoadGenerator load, HttpWork steady, HttpWork flood, HttpWork vip, double rate, int capacity,
-                               int tokens, double warmS, double measureS, long targetMs, Progress progress, String label)
+                               int tokens, double warmS, double measureS, long targetMs, Progress progress, String label,
+                               PlacementBreakdown journal)
       throws Exception {
+    // without tenants every request is the tenant default: the phases' rows are told apart by when they ended
+    boolean tenants = steady != flood;
+    java.util.Map<String, List<JsonObject>> rows = new java.util.LinkedHashMap<>();
     java.util.function.Supplier<Buffer> body = variedLengths(tokens);
     long timeoutMs = 120_000;
     progress.say(label + ": warm-up");
     load.closedLoop("warm-up", capacity, 0, warmS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs));
     progress.say(label + ": steady tenant alone, " + Fmt.num(rate, 1) + "/s");
+    journal.mark();
     RunStats steadyAlone = load.openLoop("steady alone", rate, measureS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs), 1, 0);
+    rows.put("steady alone", rowsOf(journal, tenants ? "steady" : null));
     progress.say(label + ": high tenant alone");
     RunStats vipAlone = load.openLoop("high alone", rate, measureS, 30, () -> vip.post(PATH, body.get(), true, timeoutMs), 2, 0);
     progress.say(label + ": steady tenant beside a flood of " + 5 * capacity + " at once");
-    Beside steadyFlooded = beside(load, flood, 5 * capacity, body, timeoutMs, warmS, measureS,
-        () -> load.openLoop("steady flooded", rate, measureS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs), 3, 0));
+    Beside steadyFlooded = beside(load, flood, 5 * capacity, body, timeoutMs, warmS, measureS, () -> {
+      journal.mark();
+      RunStats stats = load.openLoop("steady flooded", rate, measureS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs), 3, 0);
+      if (tenants) rows.put("steady beside the flood", rowsOf(journal, "steady"));
+      return stats;
+    });
     progress.say(label + ": high tenant beside the flood");
-    Beside vipFlooded = beside(load, flood, 5 * capacity, body, timeoutMs, warmS, measureS,
-        () -> load.openLoop("high flooded", rate, measureS, 30, () -> vip.post(PATH, body.get(), true, timeoutMs), 4, 0));
+    Beside vipFlooded = beside(load, flood, 5 * capacity, body, timeoutMs, warmS, measureS, () -> {
+      journal.mark();
+      RunStats stats = load.openLoop("high flooded", rate, measureS, 30, () -> vip.post(PATH, body.get(), true, timeoutMs), 4, 0);
+      if (tenants) rows.put("high beside the flood", rowsOf(journal, "vip"));
+      rows.put("the flood, beside high", rowsOf(journal, tenants ? "flood" : null));
+      return stats;
+    });
     progress.say(label + ": goodput at 3x (flood " + 3 * capacity + " at once beside the steady tenant)");
     Beside third = beside(load, flood, 3 * capacity, body, timeoutMs, warmS, measureS,
         () -> load.openLoop("steady at 3x", rate, measureS, 30, () -> steady.post(PATH, body.get(), true, timeoutMs), 5, 0));
     double goodput = (within(third.measured, targetMs) + within(third.flood, targetMs)) / measureS;
-    return new Phases(label, steadyAlone, steadyFlooded.measured, vipAlone, vipFlooded.measured, steadyFlooded.flood, goodput);
+    return new Phases(label, steadyAlone, steadyFlooded.measured, vipAlone, vipFlooded.measured, steadyFlooded.flood, goodput, rows);
   }
 
   /**
