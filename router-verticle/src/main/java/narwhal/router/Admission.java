@@ -76,6 +76,8 @@ final class Admission {
   private volatile java.util.function.IntSupplier prefillLegsMax = () -> 0;
   /** Guarded by {@link #legQueue}: per producer engine, the prefill legs of running turns not yet ended. */
   private final java.util.Map<String, Integer> prefilling = new java.util.HashMap<>();
+  /** {@code flow.burst}: attempts a tenant under its share may start ahead of a backlog of its class. */
+  private volatile java.util.function.IntSupplier burst = () -> 0;
   /** How many of {@code serving.max_legs_in_flight} only the highest class's attempts take ({@code flow.reserved_for_high}). */
   private volatile java.util.function.IntSupplier reservedForHigh = () -> 0;
   /** How often attempts held by their engines' saturation are looked at again while they wait. */
@@ -112,6 +114,11 @@ final class Admission {
   /** Where {@code flow.prefill_legs_max} is read from (each decision reads it: a reload applies at once). */
   void onPrefillLegsMax(java.util.function.IntSupplier prefillLegsMax) {
     this.prefillLegsMax = prefillLegsMax;
+  }
+
+  /** Where {@code flow.burst} is read from (each attempt queued reads it: a reload applies at once). */
+  void onBurst(java.util.function.IntSupplier burst) {
+    this.burst = burst;
   }
 
   /** Where {@code flow.reserved_for_high} is read from (each decision reads it: a reload applies at once). */
@@ -342,7 +349,8 @@ final class Admission {
         legsRunning++;
         go = List.of(turn);
       } else {
-        turn.entry = legQueue.add(turn, lane.tenant().rank(), lane.tenant().name(), lane.tenant().weight(), lane.cost());
+        turn.entry = legQueue.add(turn, lane.tenant().rank(), lane.tenant().name(), lane.tenant().weight(), lane.cost(),
+            burst.getAsInt());
         if (model != null) waitingByModel.merge(model, 1, Integer::sum);
         go = grantTurns(limit, now);
       }

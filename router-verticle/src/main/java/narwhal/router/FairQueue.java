@@ -13,8 +13,11 @@ import java.util.Map;
  * finishes {@code cost / weight} later; the earliest start leaves first and sets the class's clock. A tenant gets its
  * weight's share of the class's cost (tokens) whatever it queued; one that was idle starts at the clock, before every
  * backlogged tenant's next item whatever its own cost (ordered by finish times, a steady tenant's long prompt waited
- * behind as many of a flood's short ones as it was longer), and with no saved-up credit. Within a tenant, arrival
- * order. Not thread-safe: its owner locks it.
+ * behind as many of a flood's short ones as it was longer). A tenant behind the clock may start up to {@code burst}
+ * of its items' costs before it ({@code flow.burst}): a few items arriving together go together, ahead of a backlog,
+ * as fq_codel serves a sparse flow's first quantum; what it saves up is bounded by that, and refills only as the clock
+ * moves, so over time it still gets its weight's share. Within a tenant, arrival order. Not thread-safe: its owner
+ * locks it.
  *
  * @param <T> what waits
  */
@@ -74,12 +77,15 @@ final class FairQueue<T> {
     return size == 0;
   }
 
-  /** Queues {@code item} of {@code tenant} in class {@code rank} (clamped to the classes), costing {@code cost / weight}. */
-  Entry<T> add(T item, int rank, String tenant, int weight, double cost) {
+  /**
+   * Queues {@code item} of {@code tenant} in class {@code rank} (clamped to the classes), costing {@code cost / weight};
+   * it may start up to {@code burst} times that before the class's clock if its tenant's last item finished before.
+   */
+  Entry<T> add(T item, int rank, String tenant, int weight, double cost, int burst) {
     int r = Math.max(0, Math.min(classes - 1, rank));
     Lane lane = lanes.get(r).computeIfAbsent(tenant, k -> new Lane(tenant, r));
     double increment = Math.max(1e-9, cost) / Math.max(1, weight);
-    double tag = Math.max(clock[r], lane.lastTag) + increment;
+    double tag = Math.max(clock[r] - Math.max(0, burst) * increment, lane.lastTag) + increment;
     lane.lastTag = tag;
     Entry<T> e = new Entry<>(item, lane, increment, tag);
     if (lane.waiting.isEmpty()) active.get(r).add(lane);

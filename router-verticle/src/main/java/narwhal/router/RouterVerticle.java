@@ -98,6 +98,7 @@ public final class RouterVerticle extends VerticleBase {
       admission.onWait((lane, nanos) -> metrics.flowWait(lane.tenant().priorityClass(), nanos));
       admission.onReservedForHigh(() -> config.get().flow().reservedForHigh());
       admission.onPrefillLegsMax(() -> config.get().flow().prefillLegsMax());
+      admission.onBurst(() -> config.get().flow().burst());
       admission.onEngineRoom(model -> {
         int queueMax = config.get().flow().engineQueueMax();
         if (queueMax <= 0) return null;
