@@ -80,10 +80,17 @@ public final class ClusterReplicas implements AutoCloseable {
     return env.own(new ClusterReplicas(env, fleet, load, names, ports, health));
   }
 
-  /** The {@code cluster} section of a new cluster: enabled, a name of its own, loopback, counting up from a free port. */
+  /** The ports a member without a port in {@code cluster.members} is looked for on: {@code cluster.port} and the 9 after. */
+  static final int JOIN_PORTS = 10;
+
+  /**
+   * The {@code cluster} section of a new cluster: enabled, a name of its own, loopback, counting up from a port whose
+   * run of {@link #JOIN_PORTS} is free and below the ephemeral range (a port-0 listener there — an engine, another
+   * process's server — answered the join and ended a replica's start after {@code cluster.join_timeout_s}).
+   */
   public static JsonObject newCluster() {
     return new JsonObject().put("enabled", true).put("name", "bench-" + UUID.randomUUID().toString().substring(0, 8))
-        .put("members", new JsonArray().add("127.0.0.1")).put("port", FreePort.pick()).put("host", "127.0.0.1");
+        .put("members", new JsonArray().add("127.0.0.1")).put("port", FreePort.runBelowEphemeral(JOIN_PORTS)).put("host", "127.0.0.1");
   }
 
   public int size() {
