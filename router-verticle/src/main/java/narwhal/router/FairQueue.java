@@ -97,9 +97,9 @@ final class FairQueue<T> {
   /**
    * The next item to leave among those {@code eligible} (whose engines can take one more), removed; null when none of
    * the waiting ones is. An item that may not leave yet keeps its place: the first eligible one of its tenant goes in
-   * its stead, at the head's start (so held items cost their
-   * tenant nothing in the fair order), and the items it passed move back by its cost. A class whose waiting items are
-   * all held lets the next class go; a class not {@code open} is passed over whole.
+   * its stead, at the head's start (so held items cost their tenant nothing in the fair order), and the items it passed
+   * move back by its cost. A class whose waiting items are all held lets the next class go; a class not {@code open}
+   * is passed over whole.
    */
   @SuppressWarnings("unchecked")
   Entry<T> poll(java.util.function.IntPredicate open, java.util.function.Predicate<? super T> eligible) {
