@@ -218,7 +218,8 @@ final class Admission {
   /**
    * Who a request's attempts wait as: its tenant (class, weight, quotas) and what one of its prompts costs, estimated
    * before any engine counted it: a quarter of its body's bytes (about its prompt's tokens) plus the tokens it asks for
-   * ({@code max_tokens}, {@code max_completion_tokens}, {@code max_output_tokens}; 16 when it names none).
+   * ({@code max_tokens}, {@code max_completion_tokens}, {@code max_output_tokens}, the largest of those it names; 16
+   * when it names none).
    */
   record Lane(narwhal.common.config.TenantConfig tenant, double cost, long promptTokens) {
     static final Lane DEFAULT = new Lane(narwhal.common.config.TenantConfig.fallback(narwhal.common.config.TenantsConfig.FALLBACK), 1);
@@ -229,10 +230,14 @@ final class Admission {
 
     /** {@code promptTokens}: a quarter of one prompt's share of the body's bytes, what a leg the client left is charged. */
     static Lane of(narwhal.common.config.TenantConfig tenant, long bodyBytes, int prompts, io.vertx.core.json.JsonObject body) {
-      long asked = 16;
+      // the largest limit named: an engine reads the one its endpoint knows (completions: max_tokens) and ignores the others
+      long asked = 0;
       for (String field : List.of("max_tokens", "max_completion_tokens", "max_output_tokens")) {
-        if (body.getValue(field) instanceof Number n && n.longValue() > 0) asked = Math.min(n.longValue(), 10_000_000L);
+        // as vLLM reads it (pydantic's lax integers: "10000" is 10,000 tokens too)
+        Long n = LaxNumbers.integer(body.getValue(field));
+        if (n != null && n > 0) asked = Math.max(asked, Math.min(n, 10_000_000L));
       }
+      if (asked == 0) asked = 16;
       long prompt = Math.max(0, bodyBytes) / 4 / Math.max(1, prompts);
       return new Lane(tenant, 1 + prompt + asked, prompt);
     }

@@ -45,6 +45,8 @@ final class FairQueue<T> {
     final int rank;
     final ArrayDeque<Entry<?>> waiting = new ArrayDeque<>();
     double lastTag;
+    /** The credit its last item could start with ({@code burst} × its increment): full again once the clock is that far past {@link #lastTag}. */
+    double lastCredit;
 
     Lane(String tenant, int rank) {
       this.tenant = tenant;
@@ -58,11 +60,20 @@ final class FairQueue<T> {
   /** Per class: the lanes with items waiting. */
   private final List<List<Lane>> active = new ArrayList<>();
   private final double[] clock;
+  /** Per class: how many lanes its map may hold before the idle ones whose credit is full are swept out. */
+  private final int[] sweepAt;
   private int size;
+  /**
+   * How far a class's clock goes before it and every tag of the class are moved back by it: doubles near 1e15 have
+   * steps of 0.125, more than a weight-1000 tenant's cheapest increment (17 / 1000), whose tag then stops moving.
+   */
+  static final double REBASE_AT = 0x1p32;
 
   FairQueue(int classes) {
     this.classes = classes;
     this.clock = new double[classes];
+    this.sweepAt = new int[classes];
+    java.util.Arrays.fill(sweepAt, 64);
     for (int i = 0; i < classes; i++) {
       active.add(new ArrayList<>());
       lanes.add(new HashMap<>());
@@ -83,10 +94,18 @@ final class FairQueue<T> {
    */
   Entry<T> add(T item, int rank, String tenant, int weight, double cost, int burst) {
     int r = Math.max(0, Math.min(classes - 1, rank));
-    Lane lane = lanes.get(r).computeIfAbsent(tenant, k -> new Lane(tenant, r));
+    Map<String, Lane> ofClass = lanes.get(r);
+    Lane lane = ofClass.get(tenant);
+    if (lane == null) {
+      if (ofClass.size() >= sweepAt[r]) sweep(r);
+      lane = new Lane(tenant, r);
+      ofClass.put(tenant, lane);
+    }
     double increment = Math.max(1e-9, cost) / Math.max(1, weight);
-    double tag = Math.max(clock[r] - Math.max(0, burst) * increment, lane.lastTag) + increment;
+    double credit = Math.max(0, burst) * increment;
+    double tag = Math.max(clock[r] - credit, lane.lastTag) + increment;
     lane.lastTag = tag;
+    lane.lastCredit = credit;
     Entry<T> e = new Entry<>(item, lane, increment, tag);
     if (lane.waiting.isEmpty()) active.get(r).add(lane);
     lane.waiting.add(e);
@@ -134,6 +153,7 @@ final class FairQueue<T> {
       }
       clock[r] = Math.max(clock[r], bestTag);
       if (best.waiting.isEmpty()) forget(best);
+      if (clock[r] > REBASE_AT) rebase(r);
       size--;
       return bestEntry;
     }
@@ -229,9 +249,34 @@ final class FairQueue<T> {
     return sizes;
   }
 
-  /** An emptied lane leaves the active list; its tag is kept while the class clock is behind it. */
+  /**
+   * An emptied lane leaves the active list; its tag is kept until the class clock is past it by its credit: a tenant
+   * whose lane was dropped as soon as its tag was behind the clock came back with a full burst at once, and one that
+   * queued one item at a time (its next arriving as its last got its turn) took every turn.
+   */
   private void forget(Lane lane) {
     active.get(lane.rank).remove(lane);
-    if (lane.lastTag <= clock[lane.rank]) lanes.get(lane.rank).remove(lane.tenant);
+    if (creditFull(lane)) lanes.get(lane.rank).remove(lane.tenant);
+  }
+
+  private boolean creditFull(Lane lane) {
+    return lane.waiting.isEmpty() && lane.lastTag + lane.lastCredit <= clock[lane.rank];
+  }
+
+  /** Drops class {@code r}'s idle lanes whose credit is full again; the next sweep waits for twice as many lanes. */
+  private void sweep(int r) {
+    Map<String, Lane> ofClass = lanes.get(r);
+    ofClass.values().removeIf(this::creditFull);
+    sweepAt[r] = Math.max(64, 2 * ofClass.size());
+  }
+
+  /** Moves class {@code r}'s clock and every tag of it back by the clock: the order and every credit are unchanged. */
+  private void rebase(int r) {
+    double by = clock[r];
+    for (Lane lane : lanes.get(r).values()) {
+      lane.lastTag -= by;
+      for (Entry<?> e : lane.waiting) e.tag -= by;
+    }
+    clock[r] = 0;
   }
 }

@@ -84,6 +84,12 @@ final class RequestLifecycle implements Admission.Cuttable {
   private long firstByteNanos = -1;
   /** How long its attempts waited for turns at the router, summed; -1 while none asked for one. */
   private long queuedNanos = -1;
+  /**
+   * When the attempt waiting for its turn now asked for it; -1 when none waits. A request that ends while its attempt
+   * waits (its client left, its deadline, a stop's cut) writes its row before the turn's failure reaches it: its wait
+   * is counted then ({@link #queuedUntil}), or the row said null, "no attempt asked for a turn".
+   */
+  private long turnAskedNanos = -1;
   private Retried retried;
   private boolean fitChecked;
   private int handoffsLeft;
@@ -296,9 +302,22 @@ final class RequestLifecycle implements Admission.Cuttable {
         cfg.flow().queueTimeoutMs(),
         cfg.flow().maxQueued());
     long asked = System.nanoTime();
+    turnAskedNanos = asked;
     Admission.LegTurn turn = a.turn;
-    return turn.granted().andThen(ar -> queuedNanos = Math.max(0, queuedNanos) + (ar.succeeded() ? turn.waitedNanos() : System.nanoTime() - asked))
-        .compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
+    return turn.granted().andThen(ar -> {
+      if (turnAskedNanos != asked) return;
+      turnAskedNanos = -1;
+      queuedNanos = Math.max(0, queuedNanos) + (ar.succeeded() ? turn.waitedNanos() : System.nanoTime() - asked);
+    }).compose(v -> done ? Future.failedFuture(new CancellationException()) : Future.succeededFuture());
+  }
+
+  /** The time its attempts waited for turns up to {@code now}, the one waiting now included (its row is written). */
+  private long queuedUntil(long now) {
+    if (turnAskedNanos < 0) return queuedNanos;
+    long waited = Math.max(0, queuedNanos) + Math.max(0, now - turnAskedNanos);
+    turnAskedNanos = -1;
+    queuedNanos = waited;
+    return waited;
   }
 
   /**
@@ -786,7 +805,7 @@ final class RequestLifecycle implements Admission.Cuttable {
     trace.finished(terminal.wireName(), reason, status, errorType, attempt);
     ctx.journal().append(new JournalRow(request.rid(), request.clientRid(), request.endpoint(), request.arrived(),
             request.arrivedNanos())
-        .model(acceptedModel).tenant(request.lane()).ending(terminal, reason, status, errorType).queued(queuedNanos).timing(ttftNanos, firstByteNanos)
+        .model(acceptedModel).tenant(request.lane()).ending(terminal, reason, status, errorType).queued(queuedUntil(System.nanoTime())).timing(ttftNanos, firstByteNanos)
         .engines(current == null ? null : current.producer, current == null ? null : current.consumer)
         .attempts(attempt, attemptFailures).output(client.outputLength(), handoffsLeft).usage(usage)
         .prefillCached(current == null || current.handoff == null ? null : current.handoff.cachedTokens())

@@ -110,4 +110,45 @@ class FairQueueTest {
     // starts 90, 100, 110 against the flood's 100, 110, ...: on a tie the tenant with less waiting goes first
     assertEquals(List.of("steady", "steady", "flood", "steady", "flood"), poll(q, 5));
   }
+
+  /**
+   * A tenant that keeps one attempt queued at a time (its next request arrives as its last one gets its turn) is
+   * backlogged as much as the flood beside it and is owed half the turns at equal weight and cost. Its lane emptied at
+   * each turn and was forgotten, its tag behind the clock: each next attempt came back with a full burst of credit,
+   * starting before the flood's next whatever the clock had moved, and took every turn while the flood starved.
+   */
+  @Test
+  void aTenantThatQueuesOneAtATimeGetsItsShareNotEveryTurn() {
+    FairQueue<String> q = new FairQueue<>(2);
+    for (int i = 0; i < 300; i++) q.add("flood", NORMAL, "flood", 1, 10, BURST);
+    poll(q, 20);
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < 100; i++) {
+      q.add("serial", NORMAL, "serial", 1, 10, BURST);
+      out.add(poll(q));
+    }
+    long serial = out.stream().filter("serial"::equals).count();
+    assertTrue(serial <= 50 + BURST + 1, "half the turns and its burst, not " + serial + " of 100: " + out);
+    assertTrue(serial >= 50 - 1, "and not less than half: " + serial + " of 100: " + out);
+  }
+
+  /**
+   * The class's clock and tags only grow: at about 1e15 (a tenant of weight 1 asking the largest estimate the router
+   * makes, about 1e7 tokens, for each of its requests moves it that much per turn) a weight-1000 tenant's cheapest
+   * attempt adds 17 / 1000 to its tag, less than half a double's step there, and its tag stops moving: it takes every
+   * turn of its class, and a weight-10 tenant beside it, owed one turn in 101, gets none.
+   */
+  @Test
+  void sharesHoldAfterTheClassClockHasGoneFar() {
+    FairQueue<String> q = new FairQueue<>(2);
+    for (int i = 0; i < 10; i++) q.add("far", NORMAL, "far", 1, 1e14, BURST);
+    poll(q, 10);
+    for (int i = 0; i < 1100; i++) {
+      q.add("heavy", NORMAL, "heavy", 1000, 17, BURST);
+      q.add("light", NORMAL, "light", 10, 17, BURST);
+    }
+    List<String> out = poll(q, 1010);
+    long light = out.stream().filter("light"::equals).count();
+    assertTrue(light >= 7 && light <= 15, "weight 10 against 1000 at the same cost: about 10 turns of 1010, got " + light);
+  }
 }

@@ -71,6 +71,10 @@ class ConfigOverridesTest {
     ConfigException set = refused(Map.of("NARWHAL_SERVER_PORT", "8001"), "server.port=70000");
     assertEquals("server.port: 70000 is not valid: expected an integer from 0 to 65535 (from --set server.port=70000)",
         set.getMessage());
+    assertEquals("flow.burst: \"x\" is not valid: expected an integer from 0 to 1000 (from environment variable NARWHAL_FLOW_BURST)",
+        refused(Map.of("NARWHAL_FLOW_BURST", "x")).getMessage());
+    assertEquals("flow.burst: 1001 is not valid: expected an integer from 0 to 1000 (from --set flow.burst=1001)",
+        refused(Map.of(), "flow.burst=1001").getMessage());
     assertEquals("cluster.enabled: \"yes\" is not valid: expected true or false (from --set cluster.enabled=yes)",
         refused(Map.of(), "cluster.enabled=yes").getMessage());
     assertEquals("cluster.members[1]: \"a:b:c\" is not valid: expected \"host\" or \"host:port\" "
