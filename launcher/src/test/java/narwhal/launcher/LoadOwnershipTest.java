@@ -130,7 +130,7 @@ class LoadOwnershipTest {
     return out;
   }
 
-  private static Set<String> readers(JsonObject state) {
+  static Set<String> readers(JsonObject state) {
     Set<String> out = new HashSet<>();
     loads(state).values().forEach(load -> out.add(load.getString("reader")));
     return out;
