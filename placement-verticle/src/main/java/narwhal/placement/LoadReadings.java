@@ -86,6 +86,8 @@ final class LoadReadings {
   /** What this replica last published of its legs sent, and when; null before the first. */
   private Map<String, LegsSent.Count> lastSent;
   private long lastSentAtMs;
+  /** {@link PlacementTable#sentVersion} when {@link #lastSent} was built. */
+  private long lastSentVersion = -1;
   /** The other replicas' last {@link LegsSent}, by origin, with when it arrived (this replica's clock). */
   private final Map<String, Heard> heard = new HashMap<>();
   private MessageConsumer<Object> sentConsumer;
@@ -334,7 +336,11 @@ final class LoadReadings {
       heard.clear();
       return;
     }
-    Map<String, LegsSent.Count> mine = table.sentSinceReadings();
+    // the counts are built again only when a leg, a reading or the engine list may have changed them: an idle replica's
+    // exchange every 100 ms walks no engine list
+    long version = table.sentVersion();
+    Map<String, LegsSent.Count> mine = version == lastSentVersion && lastSent != null ? lastSent : table.sentSinceReadings();
+    lastSentVersion = version;
     if (!mine.equals(lastSent) || now - lastSentAtMs >= interval) {
       vertx.eventBus().publish(Addresses.PLACEMENT_SENT, seal().seal(Addresses.PLACEMENT_SENT, new LegsSent(replica, mine).toJson()));
       lastSent = mine;
