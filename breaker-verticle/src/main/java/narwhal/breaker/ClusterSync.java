@@ -58,6 +58,8 @@ final class ClusterSync {
   /** The router members the last check saw; whether a member joined since (told by the launcher). */
   private List<String> lastMembers;
   private boolean peerJoined;
+  /** A check saw a reason to resync while one was under way: the next check resyncs. */
+  private boolean pendingTrigger;
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true);
   private static final DeliveryOptions CLUSTER = new DeliveryOptions();
 
@@ -174,8 +176,15 @@ final class ClusterSync {
     boolean moved = peerJoined || lastMembers != null && !members.equals(lastMembers);
     lastMembers = members;
     peerJoined = false;
-    if (!moved && !late && now - lastResyncMs < SAFETY_RESYNC_MS) return Future.succeededFuture(false);
-    return resync(moved || late || now - lastStreaksMs >= STREAKS_EVERY_MS).map(true);
+    boolean triggered = moved || late || pendingTrigger;
+    if (!triggered && now - lastResyncMs < SAFETY_RESYNC_MS) return Future.succeededFuture(false);
+    if (resyncing) {
+      // one under way began before what this check saw: the next check resyncs again
+      pendingTrigger = triggered;
+      return Future.succeededFuture(false);
+    }
+    pendingTrigger = false;
+    return resync(triggered || now - lastStreaksMs >= STREAKS_EVERY_MS).map(true);
   }
 
   private static long nowMs() {
