@@ -31,8 +31,8 @@ class LoadOwnershipTest {
     for (int i = 0; i < 6; i++) specs.add("P" + i + ":prefill");
     for (int i = 0; i < 12; i++) specs.add("D" + i + ":decode");
     ClusterHarness h = ClusterHarness.start(specs, json -> json
-        // a backup takes over after interval + metrics_timeout_s: 2 s keeps a late bus message on a busy CI machine
-        // from looking like a quiet owner
+        // a backup takes over half an interval after the owner's missed round (docs/operations.md#placement); the
+        // bound on how long an engine goes unread is ReadingGapTest's, this test checks who reads
         .put("placement", new JsonObject().put("metrics_interval_s", 0.2).put("metrics_timeout_s", 2).put("idle_metrics_interval_s", 0))
         .put("recovery", new JsonObject().put("monitor_interval_s", 0.2).put("readmit_every", 100_000).put("liveness_every", 100_000)),
         (iid, o) -> { });
