@@ -8,6 +8,7 @@ import io.vertx.core.json.JsonObject;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.ClusterSeal;
+import narwhal.common.bus.ClusterView;
 import narwhal.common.bus.EngineStateEvent;
 import narwhal.common.bus.FleetHoldEvent;
 import narwhal.common.bus.SharedState;
@@ -29,8 +30,11 @@ import java.util.logging.Logger;
  * {@link Addresses#FLEET_CHANGED} and {@link Addresses#STREAK_CHANGED} as they happen and from the shared map at start
  * and every resync; ends each quarantine at the instant it carries. Every write is a compare-and-set on the versions,
  * so the map only ever moves to a newer state. While the {@link SharedStateGuard} is not closed, decisions are
- * published on this replica only; each resync (every interval, and when the guard closes) writes every state of this
- * book newer than the cluster's, so no decision depends on one message or one write getting through.
+ * published on this replica only; each resync writes every state of this book newer than the cluster's, so no decision
+ * depends on one message or one write getting through. A resync reads the whole map: at start, when the guard closes,
+ * at the first check (every interval) after the router members changed (one joined, left, or came back from a
+ * partition's merge) or after a check came late (this replica was frozen or stalled: it may have missed messages), and
+ * otherwise every {@link #SAFETY_RESYNC_MS} — not every interval, which was most of an idle replica's shared-map work.
  */
 final class ClusterSync {
   private static final Logger LOG = Logger.getLogger(ClusterSync.class.getName());
@@ -40,8 +44,22 @@ final class ClusterSync {
    * every this many resyncs: streaks reach the replicas as events when they change, the read is the backstop for one
    * missed, and at 64 engines reading them every second was most of an idle replica's cluster operations.
    */
-  static final int STREAKS_EVERY = 10;
-  private long periodicResyncs;
+  static final long STREAKS_EVERY_MS = 10_000;
+  /**
+   * How often a resync reads the whole map when nothing says this replica missed a message: the backstop for a message
+   * lost without a membership change, a freeze or an open guard (an intruder's deletion of entries, a bus connection
+   * dropped and made again), which every interval cost a whole-map read per replica per second at idle.
+   */
+  static final long SAFETY_RESYNC_MS = 5_000;
+  /** When the last resync began and when it last read the streaks ({@link #nowMs}); when the last check ran. */
+  private long lastResyncMs = Long.MIN_VALUE / 2;
+  private long lastStreaksMs = Long.MIN_VALUE / 2;
+  private long lastCheckMs = -1;
+  /** The router members the last check saw; whether a member joined since (told by the launcher). */
+  private List<String> lastMembers;
+  private boolean peerJoined;
+  /** A check saw a reason to resync while one was under way: the next check resyncs. */
+  private boolean pendingTrigger;
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setLocalOnly(true);
   private static final DeliveryOptions CLUSTER = new DeliveryOptions();
 
@@ -94,7 +112,8 @@ final class ClusterSync {
         vertx.eventBus().<Object>consumer(Addresses.STREAK_CHANGED, msg -> {
           JsonObject body = seal.open(Addresses.STREAK_CHANGED, msg.body());
           if (body != null) streakChanged(body);
-        }));
+        }),
+        vertx.eventBus().<Object>localConsumer(Addresses.PLACEMENT_PEER_JOINED, msg -> peerJoined = true));
     return Future.all(consumers.stream().map(MessageConsumer::completion).toList()).compose(v -> startingPoint()).compose(v -> resync());
   }
 
@@ -134,14 +153,42 @@ final class ClusterSync {
     journal.acceptOnceOpen(row);
   }
 
-  /** Arms the resync at {@code monitorIntervalMs} (at least {@code MIN_RESYNC_MS}); armed again, it keeps its count. */
+  /** Arms the resync checks at {@code monitorIntervalMs} (at least {@code MIN_RESYNC_MS}); armed again, it keeps its count. */
   void arm(long monitorIntervalMs) {
     resyncIntervalMs = Math.max(MIN_RESYNC_MS, monitorIntervalMs);
     if (resyncs == null) {
-      resyncs = new Cadence(vertx, () -> resyncIntervalMs, () -> resync(periodicResyncs++ % STREAKS_EVERY == 0)
-          .onFailure(err -> LOG.fine(() -> "could not read the shared state (the next resync retries): " + err.getMessage())));
+      resyncs = new Cadence(vertx, () -> resyncIntervalMs, () -> check()
+          .onFailure(err -> LOG.fine(() -> "could not read the shared state (the next check retries): " + err.getMessage())));
     }
     resyncs.arm();
+  }
+
+  /**
+   * Every interval: resyncs when the router members changed since the last check (or one joined in between), when this
+   * check comes two intervals or more after the last (the replica was frozen or its loop stalled), when the last
+   * resync failed, or when {@link #SAFETY_RESYNC_MS} passed since the last; otherwise reads nothing. Whether it resynced.
+   */
+  Future<Boolean> check() {
+    long now = nowMs();
+    boolean late = lastCheckMs >= 0 && now - lastCheckMs >= 2 * Math.max(MIN_RESYNC_MS, resyncIntervalMs);
+    lastCheckMs = now;
+    List<String> members = ClusterView.of(vertx).routers();
+    boolean moved = peerJoined || lastMembers != null && !members.equals(lastMembers);
+    lastMembers = members;
+    peerJoined = false;
+    boolean triggered = moved || late || pendingTrigger;
+    if (!triggered && now - lastResyncMs < SAFETY_RESYNC_MS) return Future.succeededFuture(false);
+    if (resyncing) {
+      // one under way began before what this check saw: the next check resyncs again
+      pendingTrigger = triggered;
+      return Future.succeededFuture(false);
+    }
+    pendingTrigger = false;
+    return resync(triggered || now - lastStreaksMs >= STREAKS_EVERY_MS).map(true);
+  }
+
+  private static long nowMs() {
+    return System.nanoTime() / 1_000_000;
   }
 
   void stop() {
@@ -263,11 +310,18 @@ final class ClusterSync {
     return resync(true);
   }
 
-  /** {@code streaks}: also read every engine's streaks (a periodic resync does so every {@link #STREAKS_EVERY}). */
+  /** {@code streaks}: also read every engine's streaks (a periodic resync does so every {@link #STREAKS_EVERY_MS}). */
   private Future<Void> resync(boolean streaks) {
     if (resyncing) return Future.succeededFuture();
     resyncing = true;
-    return reconcile(streaks).eventually(() -> {
+    long began = nowMs();
+    lastResyncMs = began;
+    if (streaks) lastStreaksMs = began;
+    return reconcile(streaks).onFailure(err -> {
+      // a failed resync is tried again at the next check, as when every check read the map
+      lastResyncMs = Long.MIN_VALUE / 2;
+      if (streaks) lastStreaksMs = Long.MIN_VALUE / 2;
+    }).eventually(() -> {
       resyncing = false;
       return Future.succeededFuture();
     });

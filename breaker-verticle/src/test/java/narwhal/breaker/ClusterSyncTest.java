@@ -1,5 +1,6 @@
 package narwhal.breaker;
 
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -7,6 +8,7 @@ import io.vertx.junit5.Checkpoint;
 import io.vertx.junit5.VertxExtension;
 import io.vertx.junit5.VertxTestContext;
 import narwhal.common.bus.Addresses;
+import narwhal.common.bus.ClusterView;
 import narwhal.common.bus.EngineState;
 import narwhal.common.bus.EngineStateEvent;
 import org.junit.jupiter.api.Test;
@@ -21,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 /**
  * {@link ClusterSync} alone on a real event bus and local shared state, another replica played by the test through the
@@ -56,6 +59,81 @@ class ClusterSyncTest {
           assertEquals(EngineState.DRAINING, parts.state("D1"), "the cluster's state of D1 is taken over at start");
           vertx.eventBus().publish(Addresses.FLEET_CHANGED, quarantined.toJson());
         }))));
+  }
+
+  /**
+   * A check with nothing new reads no map; a change of the router members makes the next check resync, and a state the
+   * cluster holds whose message this replica missed (written to the map only) is then taken over; so is one after a
+   * member joined (the launcher's {@link Addresses#PLACEMENT_PEER_JOINED}).
+   */
+  @Test
+  void aCheckResyncsOnlyWhenTheMembersChangedOrAPeerJoined(Vertx vertx, VertxTestContext ctx) {
+    BreakerParts parts = BreakerParts.unreachable(vertx, FLEET, new JsonObject(), now, null);
+    EngineStateEvent missed = new EngineStateEvent("D1", EngineState.DRAINING, "admin", 0, null, now.get() + 10, "replica-b");
+    EngineStateEvent missedToo = new EngineStateEvent("D0", EngineState.DRAINING, "admin", 0, null, now.get() + 20, "replica-b");
+    vertx.runOnContext(v -> parts.sync.start()
+        .compose(started -> parts.sync.check())
+        .compose(first -> parts.shared.putState(missed).compose(written -> parts.sync.check()).map(second -> {
+          ctx.verify(() -> {
+            assertEquals(false, second, "nothing changed: no resync");
+            assertNotEquals(EngineState.DRAINING, parts.state("D1"), "a state written to the map only is not read without a resync");
+          });
+          vertx.sharedData().getLocalMap(ClusterView.MAP).put(ClusterView.KEY, view(List.of("10.0.0.1:5701", "10.0.0.2:5701")));
+          return null;
+        }))
+        .compose(x -> parts.sync.check())
+        .compose(moved -> {
+          ctx.verify(() -> {
+            assertEquals(true, moved, "the members changed: a resync");
+            assertEquals(EngineState.DRAINING, parts.state("D1"), "the missed state is taken over");
+          });
+          return parts.shared.putState(missedToo).compose(written -> parts.sync.check());
+        })
+        .compose(again -> {
+          ctx.verify(() -> assertEquals(false, again, "the same members: no resync"));
+          vertx.eventBus().publish(Addresses.PLACEMENT_PEER_JOINED, null, new io.vertx.core.eventbus.DeliveryOptions().setLocalOnly(true));
+          return Future.<Void>future(p -> vertx.setTimer(50, t -> p.complete())).compose(t -> parts.sync.check());
+        })
+        .onComplete(ctx.succeeding(joined -> ctx.verify(() -> {
+          assertEquals(true, joined, "a peer joined: a resync");
+          assertEquals(EngineState.DRAINING, parts.state("D0"), "the state missed before it is taken over");
+          vertx.sharedData().getLocalMap(ClusterView.MAP).remove(ClusterView.KEY);
+          ctx.completeNow();
+        }))));
+  }
+
+  private static ClusterView view(List<String> members) {
+    return new ClusterView() {
+      @Override
+      public int membersSeen() {
+        return members.size();
+      }
+
+      @Override
+      public int membersExpected() {
+        return members.size();
+      }
+
+      @Override
+      public String refusal() {
+        return null;
+      }
+
+      @Override
+      public String self() {
+        return members.get(0);
+      }
+
+      @Override
+      public List<String> routers() {
+        return members;
+      }
+
+      @Override
+      public JsonObject toJson() {
+        return new JsonObject();
+      }
+    };
   }
 
   @Test

@@ -25,7 +25,10 @@ final class EngineRoutes {
   static Router router(Vertx vertx, SimEngine engine) {
     CompletionHandler inference = new CompletionHandler(engine);
     Router router = Router.router(vertx);
-    router.get("/metrics").handler(ctx -> counted(ctx, engine.counters().metricsReads));
+    router.get("/metrics").handler(ctx -> {
+      engine.counters().metricsRead();
+      ctx.next();
+    });
     router.get("/health").handler(ctx -> counted(ctx, engine.counters().healthReads));
     router.get("/v1/models").handler(ctx -> counted(ctx, engine.counters().modelsReads));
     router.route().handler(ctx -> {
@@ -70,6 +73,10 @@ final class EngineRoutes {
       json(ctx, 200, new JsonArray());
     });
     router.get("/sim/stats").handler(ctx -> json(ctx, 200, engine.stats()));
+    router.post("/sim/stats/mark").handler(ctx -> {
+      engine.markMetricsReads();
+      json(ctx, 200, engine.stats());
+    });
     router.post("/sim/slowdown").handler(BodyHandler.create().setBodyLimit(1 << 10)).handler(ctx -> slowDown(ctx, engine));
 
     router.errorHandler(404, ctx -> json(ctx, 404, new JsonObject().put("detail", "Not Found")));

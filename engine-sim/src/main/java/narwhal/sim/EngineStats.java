@@ -39,6 +39,38 @@ final class EngineStats {
   final AtomicLong metricsReads = new AtomicLong();
   final AtomicLong healthReads = new AtomicLong();
   final AtomicLong modelsReads = new AtomicLong();
+  /** When {@code /metrics} was last read ({@link System#nanoTime}), 0 before the first read. */
+  private long lastMetricsReadNs;
+  /** {@code /metrics} reads since the last {@link #markMetricsReads mark}, and the longest gap that ended since. */
+  private long metricsReadsSinceMark;
+  private long longestMetricsGapNs;
+
+  /** A {@code GET /metrics} arrived: counted, and the time since the one before measured. */
+  void metricsRead() {
+    metricsReads.incrementAndGet();
+    long now = System.nanoTime();
+    synchronized (this) {
+      if (lastMetricsReadNs != 0) longestMetricsGapNs = Math.max(longestMetricsGapNs, now - lastMetricsReadNs);
+      lastMetricsReadNs = now;
+      metricsReadsSinceMark++;
+    }
+  }
+
+  /**
+   * Starts a new window for {@code metrics_since_mark} and {@code metrics_longest_gap_ms}; the read before the mark is
+   * kept, so a gap that ends after the mark counts whole.
+   */
+  synchronized void markMetricsReads() {
+    metricsReadsSinceMark = 0;
+    longestMetricsGapNs = 0;
+  }
+
+  private synchronized JsonObject metricsWindow(JsonObject reads) {
+    long now = System.nanoTime();
+    return reads.put("metrics_since_mark", metricsReadsSinceMark)
+      .put("metrics_longest_gap_ms", longestMetricsGapNs / 1_000_000)
+      .put("metrics_unread_ms", lastMetricsReadNs == 0 ? null : (now - lastMetricsReadNs) / 1_000_000);
+  }
 
   /** A request entered the waiting queue (it leaves it by a decrement of {@link #waiting}). */
   void requestWaiting() {
@@ -89,9 +121,9 @@ final class EngineStats {
       .put("tokenize_requests", tokenizeRequests.get())
       .put("requests_in_progress", inProgress.get())
       .put("peak_requests_in_progress", peakInProgress.get())
-      .put("reads", new JsonObject()
+      .put("reads", metricsWindow(new JsonObject()
         .put("metrics", metricsReads.get())
         .put("health", healthReads.get())
-        .put("models", modelsReads.get()));
+        .put("models", modelsReads.get())));
   }
 }

@@ -127,6 +127,14 @@ public final class SimEngine {
   }
 
   /**
+   * Starts a new window of {@code /metrics} reads in {@link #stats()} ({@code reads.metrics_since_mark},
+   * {@code reads.metrics_longest_gap_ms}), as {@code POST /sim/stats/mark} does.
+   */
+  public void markMetricsReads() {
+    stats.markMetricsReads();
+  }
+
+  /**
    * Counters: {@code requests}, {@code running}, {@code waiting} (and {@code peak_waiting}, the most since start), {@code handoffs_created},
    * {@code handoffs_held} (held now), {@code handoffs_freed}, {@code handoffs_expired},
    * {@code kv_transferred}, {@code kv_recomputed}, {@code kv_transfer_failed},
@@ -136,7 +144,10 @@ public final class SimEngine {
    * {@code prefix_cache_hit_rate} (hits over queries) {@code engine_steps} (batch steps run) and {@code overlapping_steps} (steps timed while another was in flight: 0),
    * {@code requests_in_progress} and {@code peak_requests_in_progress} (completions and chat requests from arrival to
    * their response's end or their connection's close: now, and the most since start), and {@code reads}: the GET requests
-   * received on {@code /metrics}, {@code /health} and {@code /v1/models} ({@code {"metrics": n, "health": n, "models": n}}).
+   * received on {@code /metrics}, {@code /health} and {@code /v1/models} ({@code {"metrics": n, "health": n, "models": n}}),
+   * with the {@code /metrics} reads since the last {@link #markMetricsReads mark} ({@code metrics_since_mark}), the
+   * longest time between two in a row that ended since ({@code metrics_longest_gap_ms}) and the time since the last one
+   * ({@code metrics_unread_ms}, null before any).
    */
   public JsonObject stats() {
     int held = handoffs.held();

@@ -11,6 +11,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -182,8 +183,28 @@ class ControlApiTest {
     assertEquals(200, http.get(engine, "/ping").status);
     complete();
 
+    JsonObject reads = http.get(engine, "/sim/stats").json().getJsonObject("reads");
     assertEquals(new JsonObject().put("metrics", 2).put("health", 1).put("models", 3),
-      http.get(engine, "/sim/stats").json().getJsonObject("reads"));
+      new JsonObject().put("metrics", reads.getValue("metrics")).put("health", reads.getValue("health")).put("models", reads.getValue("models")));
+    assertEquals(2, reads.getLong("metrics_since_mark"), "no mark yet: every read since start");
+  }
+
+  @Test
+  void aMarkStartsAWindowOfMetricsReadsWhoseLongestGapCountsAGapEndingInItWhole() throws InterruptedException {
+    assertEquals(200, http.get(engine, "/metrics").status);
+    Thread.sleep(300);
+    JsonObject marked = http.post(engine, "/sim/stats/mark", new JsonObject()).json().getJsonObject("reads");
+    assertEquals(0, marked.getLong("metrics_since_mark"));
+    assertEquals(0, marked.getLong("metrics_longest_gap_ms"));
+    assertTrue(marked.getLong("metrics_unread_ms") >= 300, "unread since the read before the mark: " + marked);
+    assertEquals(200, http.get(engine, "/metrics").status);
+    assertEquals(200, http.get(engine, "/metrics").status);
+    JsonObject reads = http.get(engine, "/sim/stats").json().getJsonObject("reads");
+    assertEquals(2, reads.getLong("metrics_since_mark"));
+    assertEquals(3, reads.getLong("metrics"));
+    assertTrue(reads.getLong("metrics_longest_gap_ms") >= 300, "the gap that ended after the mark counts whole: " + reads);
+    engine.markMetricsReads();
+    assertEquals(0, engine.stats().getJsonObject("reads").getLong("metrics_longest_gap_ms"));
   }
 
   @Test
@@ -193,6 +214,9 @@ class ControlApiTest {
     assertEquals(401, http.get(keyed, "/v1/models").status);
     assertEquals(503, http.get(keyed, "/health").status);
 
-    assertEquals(new JsonObject().put("metrics", 0).put("health", 1).put("models", 1), keyed.stats().getJsonObject("reads"));
+    JsonObject reads = keyed.stats().getJsonObject("reads");
+    assertEquals(new JsonObject().put("metrics", 0).put("health", 1).put("models", 1),
+      new JsonObject().put("metrics", reads.getValue("metrics")).put("health", reads.getValue("health")).put("models", reads.getValue("models")));
+    assertNull(reads.getValue("metrics_unread_ms"), "never read");
   }
 }

@@ -192,7 +192,7 @@ public final class NarwhalNode {
   }
 
   /**
-   * Tells placement when a router replica joins the cluster ({@link Addresses#PLACEMENT_PEER_JOINED}): a new one, or
+   * Tells placement and the breaker when a router replica joins the cluster ({@link Addresses#PLACEMENT_PEER_JOINED}): a new one, or
    * one back from a freeze or a partition. A frozen replica's own view of the shared state may never have failed
    * (nothing ran while it was stopped), so only the membership says that it missed the other replicas' exchanges.
    * Admin commands join as lite members and are not replicas.
@@ -202,7 +202,8 @@ public final class NarwhalNode {
       @Override
       public void memberAdded(com.hazelcast.cluster.MembershipEvent event) {
         if (!event.getMember().isLiteMember()) {
-          vertx.eventBus().send(Addresses.PLACEMENT_PEER_JOINED, null, new io.vertx.core.eventbus.DeliveryOptions().setLocalOnly(true));
+          // published: placement takes a prefix snapshot, the breaker resyncs with the shared state at its next check
+          vertx.eventBus().publish(Addresses.PLACEMENT_PEER_JOINED, null, new io.vertx.core.eventbus.DeliveryOptions().setLocalOnly(true));
         }
       }
 

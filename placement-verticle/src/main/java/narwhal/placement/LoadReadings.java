@@ -39,7 +39,10 @@ import java.util.function.Supplier;
  * replicas (re-balanced as they come and go), which reads its {@code /metrics} when the reading is due and publishes
  * what it read in one message a round ({@link Addresses#PLACEMENT_LOADS}) and to the shared map
  * {@code narwhal.engine-load} (read whole only when a replica starts); the next in that order take over an engine
- * whose reading is overdue by an interval and a reading's timeout each (a frozen, gone or cut-off owner). No lock and no read of the whole map
+ * whose reading is overdue by a quarter interval, and half an interval more for each one further (a frozen, gone or cut-off owner). Every replica looks at its
+ * engines every half interval, on the wall clock's multiples of it (the replicas' looks fall together), so an engine
+ * whose owner went quiet is read again at most about 1.5 intervals after its last reading (two with clocks half an
+ * interval apart). No lock and no read of the whole map
  * per round: an idle fleet costs each replica the engines it owns. Each replica also publishes on the cluster's
  * event bus ({@link LegsSent} on {@link Addresses#PLACEMENT_SENT}) how many legs it sent to each engine since that
  * engine's last reading, whenever that changed (checked every {@link #SENT_EXCHANGE_MS}) and at least once an
@@ -83,12 +86,20 @@ final class LoadReadings {
   /** What this replica last published of its legs sent, and when; null before the first. */
   private Map<String, LegsSent.Count> lastSent;
   private long lastSentAtMs;
+  /** {@link PlacementTable#sentVersion} when {@link #lastSent} was built. */
+  private long lastSentVersion = -1;
   /** The other replicas' last {@link LegsSent}, by origin, with when it arrived (this replica's clock). */
   private final Map<String, Heard> heard = new HashMap<>();
   private MessageConsumer<Object> sentConsumer;
   private MessageConsumer<Object> loadsConsumer;
   /** Engines without a reading yet, with when this replica first saw them so. */
   private final Map<String, Long> unreadSince = new HashMap<>();
+  /** When the last touch of the shared map began; whether one is under way. */
+  private long touchedAtMs = Long.MIN_VALUE / 2;
+  private boolean touching;
+  /** Each engine's rank over {@link #rankedOver} (the members as last seen): hashed again only when they change. */
+  private List<String> rankedOver = List.of();
+  private final Map<String, Integer> ranks = new HashMap<>();
 
   private record Heard(long atMs, Map<String, LegsSent.Count> engines) {
   }
@@ -122,7 +133,7 @@ final class LoadReadings {
     sentTimer = -1;
     PlacementConfig placement = config.get().placement();
     if (PlacementConfig.LEAST_RESERVED.equals(placement.policy())) return;
-    timer = vertx.setPeriodic(placement.metricsIntervalMs(), t -> round());
+    tick();
     if (vertx.isClustered()) {
       if (loadsConsumer == null) {
         loadsConsumer = vertx.eventBus().<Object>consumer(Addresses.PLACEMENT_LOADS,
@@ -137,6 +148,21 @@ final class LoadReadings {
       sentTimer = vertx.setPeriodic(every, t -> exchangeSent(config.get().placement().metricsIntervalMs()));
     }
     takeShared().onComplete(taken -> round());
+  }
+
+  /**
+   * Runs a round at the next multiple of half the interval on the wall clock: every replica's rounds fall at the same
+   * instants (within their clocks' difference), so a backup looks at an engine half an interval after its owner would
+   * have read it, whatever the replica's start time. A one-shot timer each time: a periodic one drifts from the clock.
+   */
+  private void tick() {
+    long half = Math.max(1, config.get().placement().metricsIntervalMs() / 2);
+    long now = System.currentTimeMillis();
+    long next = ((now + half / 4) / half + 1) * half;
+    timer = vertx.setTimer(Math.max(1, next - now), t -> {
+      tick();
+      round();
+    });
   }
 
   void stop() {
@@ -154,42 +180,70 @@ final class LoadReadings {
   }
 
   /**
-   * One round: a guarded touch of the shared map tells whether the cluster's state can be reached. If not, the replica
-   * reads every engine itself (the local view). If so, it reads the engines whose reading is due and that it owns —
-   * first in the engine's rendezvous order over the live router replicas — or that it takes over: the k-th in that
-   * order reads an engine whose reading is overdue by k × (interval + {@code metrics_timeout_s}) (its owner frozen,
-   * gone or cut off). It writes what it
-   * read to the shared map (for replicas that join or catch up) and publishes it in one message to the others.
+   * One round, every half interval: the engines whose reading is due are read. While the shared state answers (the
+   * cluster's view) those are the engines this replica owns — first in the engine's rendezvous order over the live
+   * router replicas — whose reading is due, and those it takes over: the k-th in that order reads an engine whose
+   * reading is overdue by k half intervals less a quarter interval (its owner frozen, gone or cut off; with the rounds on the clock's half
+   * intervals that is the owner's missed round plus half an interval). It writes what it read to the shared map (for
+   * replicas that join or catch up) and publishes it in one message to the others. On the local view (the shared state
+   * out of reach) it reads every engine whose reading is due itself. A guarded touch of the shared map, at most once an
+   * interval and never awaited by the reads, tells which view holds: a touch that hangs on a killed or frozen member
+   * (until the shared-state timeout) delays no reading.
    */
   private void round() {
     List<EngineConfig> engines = config.get().engines();
+    long interval = config.get().placement().metricsIntervalMs();
+    long now = System.currentTimeMillis();
+    touch(now, interval);
+    if (!view().equals("cluster")) {
+      for (EngineConfig e : engines) {
+        EngineLoad known = table.load(e.iid());
+        if ((known == null || now - known.readAtMs() >= due(known)) && inFlight.add(e.iid())) {
+          read(e).onSuccess(table::applyLoad).onComplete(done -> inFlight.remove(e.iid()));
+        }
+      }
+      return;
+    }
+    ClusterView cluster = ClusterView.of(vertx);
+    List<String> members = cluster.routers();
+    String self = cluster.self();
+    if (!members.equals(rankedOver) || ranks.size() > 2 * engines.size()) {
+      ranks.clear();
+      rankedOver = List.copyOf(members);
+    }
+    if (!unreadSince.isEmpty()) unreadSince.keySet().retainAll(engines.stream().map(EngineConfig::iid).collect(java.util.stream.Collectors.toSet()));
+    List<Future<EngineLoad>> taken = new ArrayList<>();
+    long half = interval / 2;
+    for (EngineConfig engine : engines) {
+      EngineLoad known = table.load(engine.iid());
+      long age = known == null ? now - unreadSince.computeIfAbsent(engine.iid(), k -> now) : now - known.readAtMs();
+      int rank = ranks.computeIfAbsent(engine.iid(), iid -> Rendezvous.rank(iid, members, self));
+      // the k-th in the order takes over at the round after the owner's missed one: half an interval past due, less a
+      // quarter so that a reading answered late (its age counts from the answer) does not push it a round later
+      long wait = (known == null ? 0 : due(known)) + (rank == 0 ? 0 : rank * half - half / 2);
+      if (age >= wait && inFlight.add(engine.iid())) {
+        taken.add(read(engine).map(reading -> idleSince(known, reading)).onComplete(done -> inFlight.remove(engine.iid())));
+      }
+    }
+    if (!taken.isEmpty()) Future.join(taken).onComplete(done -> share(taken));
+  }
+
+  /**
+   * Touches the shared map (one operation, not a read of the whole map) when the last touch began an interval ago and
+   * none is under way: a failure turns the view to {@code local}, a success back to {@code cluster}.
+   */
+  private void touch(long now, long interval) {
+    if (touching || now - touchedAtMs < interval * 9 / 10) return;
+    touching = true;
+    touchedAtMs = now;
     guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(TOUCH))).onComplete(ar -> {
+      touching = false;
       if (ar.failed()) {
         clusterView = false;
-        engines.stream().filter(e -> inFlight.add(e.iid()))
-            .forEach(e -> read(e).onSuccess(table::applyLoad).onComplete(done -> inFlight.remove(e.iid())));
         return;
       }
       if (!clusterView) backOnCluster.run();
       clusterView = true;
-      long interval = config.get().placement().metricsIntervalMs();
-      ClusterView cluster = ClusterView.of(vertx);
-      List<String> members = cluster.routers();
-      String self = cluster.self();
-      long now = System.currentTimeMillis();
-      unreadSince.keySet().retainAll(engines.stream().map(EngineConfig::iid).collect(java.util.stream.Collectors.toSet()));
-      List<Future<EngineLoad>> taken = new ArrayList<>();
-      for (EngineConfig engine : engines) {
-        EngineLoad known = table.load(engine.iid());
-        long age = known == null ? now - unreadSince.computeIfAbsent(engine.iid(), k -> now) : now - known.readAtMs();
-        int rank = Rendezvous.rank(engine.iid(), members, self);
-        // a backup waits out the owner's reading too (it may take up to metrics_timeout_s) before it takes over
-        long wait = (known == null ? 0 : due(known)) + rank * (interval + config.get().placement().metricsTimeoutMs());
-        if (age >= wait && inFlight.add(engine.iid())) {
-          taken.add(read(engine).map(reading -> idleSince(known, reading)).onComplete(done -> inFlight.remove(engine.iid())));
-        }
-      }
-      if (!taken.isEmpty()) Future.join(taken).onComplete(done -> share(taken));
     });
   }
 
@@ -284,7 +338,11 @@ final class LoadReadings {
       heard.clear();
       return;
     }
-    Map<String, LegsSent.Count> mine = table.sentSinceReadings();
+    // the counts are built again only when a leg, a reading or the engine list may have changed them: an idle replica's
+    // exchange every 100 ms walks no engine list
+    long version = table.sentVersion();
+    Map<String, LegsSent.Count> mine = version == lastSentVersion && lastSent != null ? lastSent : table.sentSinceReadings();
+    lastSentVersion = version;
     if (!mine.equals(lastSent) || now - lastSentAtMs >= interval) {
       vertx.eventBus().publish(Addresses.PLACEMENT_SENT, seal().seal(Addresses.PLACEMENT_SENT, new LegsSent(replica, mine).toJson()));
       lastSent = mine;
@@ -297,9 +355,9 @@ final class LoadReadings {
     if (sent == null || replica.equals(sent.origin()) || !view().equals("cluster")) return;
     heard.put(sent.origin(), new Heard(System.currentTimeMillis(), sent.engines()));
     applyHeard();
-    // a count against a newer reading than this replica holds: each replica takes the shared reading on its own
-    // round, a different phase of the interval on each, and a count only counts against the same reading, so
-    // until this replica's next round it would count none of the sender's legs (nor the sender any of its own)
+    // a count against a newer reading than this replica holds: the reading's own message may not have arrived yet
+    // (or was lost), and a count only counts against the same reading, so until it does this replica would count
+    // none of the sender's legs (nor the sender any of its own)
     sent.engines().forEach((iid, count) -> {
       if (count.readingMs() > table.readingMs(iid)) catchUp(iid);
     });

@@ -37,6 +37,11 @@ import java.util.Set;
 final class PlacementTable {
   private final Map<String, Slot> slots = new LinkedHashMap<>();
   /**
+   * Bumped whenever what {@link #sentSinceReadings} would return may have changed (a leg sent or ended, a reading or an
+   * engine list that drops a count above 0): the exchange, every 100 ms, builds the counts again only then.
+   */
+  private long sentVersion;
+  /**
    * Removed engines whose legs still run: their reservations release here, and an engine added back before they end
    * takes its slot again (its legs still run on it). Without this, a leg released on the slot of an engine added back
    * took the new slot's count below zero, and placement took the engine for the idlest of all.
@@ -127,6 +132,7 @@ final class PlacementTable {
 
   /** Replaces the engine list; engines that stay keep their state and reservations, removed ones keep theirs until released. */
   public synchronized void setEngines(List<EngineConfig> engines) {
+    sentVersion++;
     Map<String, Slot> kept = new LinkedHashMap<>();
     for (EngineConfig engine : engines) {
       Slot slot = slots.get(engine.iid());
@@ -212,6 +218,7 @@ final class PlacementTable {
     if (slot == null || slot.load != null && reading.readAtMs() <= slot.load.readAtMs()) return;
     slot.queuedBefore = slot.load != null && slot.load.ok() ? slot.load.queued() : 0;
     slot.load = reading;
+    if (slot.sent > 0) sentVersion++;
     slot.sent = 0;
     slot.othersSent = 0;
     slot.ownAtReading = slot.reserved[Phase.PREFILL.ordinal()] + slot.reserved[Phase.DECODE.ordinal()];
@@ -255,6 +262,11 @@ final class PlacementTable {
    * empty, and unchanged while readings come in (with every engine listed, each new reading changed the message, and
    * 1,000 idle engines made each replica publish all 1,000 counts ten times a second).
    */
+  /** Changes whenever {@link #sentSinceReadings} may have (see {@link #sentVersion}). */
+  synchronized long sentVersion() {
+    return sentVersion;
+  }
+
   synchronized Map<String, LegsSent.Count> sentSinceReadings() {
     Map<String, LegsSent.Count> out = new HashMap<>();
     for (Slot slot : slots.values()) {
@@ -355,6 +367,7 @@ final class PlacementTable {
     if (prefix != null) prefixes.placed(prefix, chosen.engine.iid());
     chosen.reserved[phase.ordinal()]++;
     chosen.sent++;
+    sentVersion++;
     chosen.lastLegAtMs = clockMs.getAsLong();
     if (local) reason = Reservation.LOCAL;
     Reservation reservation = new Reservation("r" + (++nextId), chosen.engine.iid(), chosen.engine.url(), phase, reason);
@@ -402,6 +415,8 @@ final class PlacementTable {
    */
   synchronized PrefixesPlaced drainPrefixes(String origin) {
     Map<String, String> placed = prefixes.drain();
+    // the exchange's tick every 50 ms with nothing placed builds nothing more
+    if (placed.isEmpty()) return new PrefixesPlaced(origin, placed, Map.of());
     Map<String, String> urls = new HashMap<>();
     for (String iid : placed.values()) {
       Slot slot = slots.get(iid);
@@ -615,7 +630,10 @@ final class PlacementTable {
     if (slot == null) slot = retired.get(reservation.iid());
     if (slot != null) {
       slot.reserved[reservation.phase().ordinal()]--;
-      if (slot.sent > 0 && against != null && against == (slot.load == null ? 0L : slot.load.readAtMs())) slot.sent--;
+      if (slot.sent > 0 && against != null && against == (slot.load == null ? 0L : slot.load.readAtMs())) {
+        slot.sent--;
+        sentVersion++;
+      }
       if (!slots.containsKey(reservation.iid()) && !holds(slot)) retired.remove(reservation.iid());
     }
     return true;

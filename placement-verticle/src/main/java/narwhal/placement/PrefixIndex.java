@@ -76,6 +76,7 @@ final class PrefixIndex {
 
   /** The own placements not sent yet, in the order they were made, each prefix once; the queue is emptied. */
   Map<String, String> drain() {
+    if (pending.isEmpty()) return Map.of();
     Map<String, String> out = new LinkedHashMap<>(pending);
     pending.clear();
     return out;

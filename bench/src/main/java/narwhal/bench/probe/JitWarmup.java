@@ -27,7 +27,49 @@ public final class JitWarmup {
     }
   }
 
+  /**
+   * How an idle wait for the compilers ended ({@link #awaitIdle}): its length, the largest share of a router's CPU its
+   * compilers used in the last slice, and whether each router's share was at most the bound.
+   */
+  public record IdleResult(double seconds, double worstShare, double quietShare, boolean settled) {
+    public String describe() {
+      return "JIT settling (no traffic): " + Fmt.num(seconds, 0) + " s; in its last slice the compilers used at most "
+          + Fmt.percent(worstShare, 1) + " of a replica's CPU" + (settled ? " (settled: ≤ " + Fmt.percent(quietShare, 0) + ")"
+          : " (not settled: above " + Fmt.percent(quietShare, 0) + " when the wait's bound came; the figure includes compilation)");
+    }
+  }
+
   private JitWarmup() {
+  }
+
+  /**
+   * Waits, with no traffic, until the JIT compilers of each of {@code routers} used at most {@code quietShare} of that
+   * router's CPU over a slice of {@code sliceS}, or {@code maxS} has passed. An idle JVM reaches its timers' compile
+   * thresholds slowly and keeps compiling for minutes (issue 43: 40 % of an idle replica's CPU two minutes after it was
+   * ready), so an idle figure taken sooner is mostly the JIT's, not the steady cost.
+   */
+  public static IdleResult awaitIdle(Progress progress, List<RouterProcess> routers, double sliceS, double maxS, double quietShare) {
+    double elapsed = 0;
+    while (true) {
+      double[] cpu = new double[routers.size()];
+      double[] jit = new double[routers.size()];
+      for (int i = 0; i < cpu.length; i++) {
+        cpu[i] = routers.get(i).cpuSeconds();
+        jit[i] = routers.get(i).compilerCpuSeconds();
+      }
+      JvmProbe.sleep(Math.round(sliceS * 1000));
+      elapsed += sliceS;
+      double worst = 0;
+      for (int i = 0; i < cpu.length; i++) {
+        double used = routers.get(i).cpuSeconds() - cpu[i];
+        double compiled = routers.get(i).compilerCpuSeconds() - jit[i];
+        double share = used > 0 && compiled >= 0 ? compiled / used : Double.NaN;
+        worst = Double.isNaN(share) || Double.isNaN(worst) ? Double.NaN : Math.max(worst, share);
+      }
+      boolean settled = !Double.isNaN(worst) && worst <= quietShare;
+      if (settled || elapsed >= maxS) return new IdleResult(elapsed, worst, quietShare, settled);
+      progress.say("JIT settling: " + Fmt.num(elapsed, 0) + " s, compilers still at " + Fmt.percent(worst, 0) + " of a replica's CPU");
+    }
   }
 
   /** The routers' CPU seconds added up; -1 when one of them cannot be read. */

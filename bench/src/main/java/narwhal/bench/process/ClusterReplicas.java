@@ -101,6 +101,11 @@ public final class ClusterReplicas implements AutoCloseable {
     return names.get(i);
   }
 
+  /** The replicas running now (the last start of each), in their order. */
+  public java.util.List<RouterProcess> replicas() {
+    return java.util.Arrays.stream(replicas).filter(java.util.Objects::nonNull).toList();
+  }
+
   public RouterProcess replica(int i) {
     return replicas[i];
   }

@@ -51,7 +51,8 @@ public final class Addresses {
   public static final String PLACEMENT_SNAPSHOT = "narwhal.placement.snapshot";
   /**
    * Local: a router replica joined this replica's cluster, a new one or one back from a freeze or a partition (the
-   * split clusters merged): each side may have missed the other's prefix exchanges, so placement takes a snapshot.
+   * split clusters merged): each side may have missed the other's prefix exchanges, so placement takes a snapshot, and
+   * the other's engine-state messages, so the breaker resyncs with the shared state. Published (both listen).
    */
   public static final String PLACEMENT_PEER_JOINED = "narwhal.placement.peer-joined";
   /** Cluster publish: a replica's use of the tenants' quotas ({@link UsageReport}), every second. */
