@@ -39,7 +39,7 @@ import java.util.function.Supplier;
  * replicas (re-balanced as they come and go), which reads its {@code /metrics} when the reading is due and publishes
  * what it read in one message a round ({@link Addresses#PLACEMENT_LOADS}) and to the shared map
  * {@code narwhal.engine-load} (read whole only when a replica starts); the next in that order take over an engine
- * whose reading is overdue by a quarter interval, and half an interval more for each one further (a frozen, gone or cut-off owner). Every replica looks at its
+ * whose reading is overdue by half an interval each (a frozen, gone or cut-off owner). Every replica looks at its
  * engines every half interval, on the wall clock's multiples of it (the replicas' looks fall together), so an engine
  * whose owner went quiet is read again at most about 1.5 intervals after its last reading (two with clocks half an
  * interval apart). No lock and no read of the whole map
@@ -183,7 +183,7 @@ final class LoadReadings {
    * One round, every half interval: the engines whose reading is due are read. While the shared state answers (the
    * cluster's view) those are the engines this replica owns — first in the engine's rendezvous order over the live
    * router replicas — whose reading is due, and those it takes over: the k-th in that order reads an engine whose
-   * reading is overdue by k half intervals less a quarter interval (its owner frozen, gone or cut off; with the rounds on the clock's half
+   * reading is overdue by k half intervals (its owner frozen, gone or cut off; with the rounds on the clock's half
    * intervals that is the owner's missed round plus half an interval). It writes what it read to the shared map (for
    * replicas that join or catch up) and publishes it in one message to the others. On the local view (the shared state
    * out of reach) it reads every engine whose reading is due itself. A guarded touch of the shared map, at most once an
@@ -218,9 +218,7 @@ final class LoadReadings {
       EngineLoad known = table.load(engine.iid());
       long age = known == null ? now - unreadSince.computeIfAbsent(engine.iid(), k -> now) : now - known.readAtMs();
       int rank = ranks.computeIfAbsent(engine.iid(), iid -> Rendezvous.rank(iid, members, self));
-      // the k-th in the order takes over at the round after the owner's missed one: half an interval past due, less a
-      // quarter so that a reading answered late (its age counts from the answer) does not push it a round later
-      long wait = (known == null ? 0 : due(known)) + (rank == 0 ? 0 : rank * half - half / 2);
+      long wait = (known == null ? 0 : due(known)) + rank * half;
       if (age >= wait && inFlight.add(engine.iid())) {
         taken.add(read(engine).map(reading -> idleSince(known, reading)).onComplete(done -> inFlight.remove(engine.iid())));
       }
@@ -288,12 +286,14 @@ final class LoadReadings {
   }
 
   /**
-   * How old {@code reading} may get before the engine is read again: 90 % of the interval, longer while the engine idles
-   * (its idle readings in a row), back to the interval as soon as a replica places a leg on it.
+   * How old {@code reading} may get before the engine is read again: its interval (longer while the engine idles, its
+   * idle readings in a row; back to the configured one as soon as a replica places a leg on it) less a quarter of the
+   * configured interval. A reading's age counts from its answer: an answer up to a quarter interval late keeps the
+   * owner on its round, and the backups, who wait as much more, do not read beside an owner that slipped a round.
    */
   private long due(EngineLoad reading) {
     int idle = table.legSince(reading.iid(), reading.readAtMs()) ? 0 : reading.idleReadings();
-    return config.get().placement().readingIntervalMs(idle) * 9 / 10;
+    return config.get().placement().readingIntervalMs(idle) - config.get().placement().metricsIntervalMs() / 4;
   }
 
   /**
