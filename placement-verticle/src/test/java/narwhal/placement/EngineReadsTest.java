@@ -113,6 +113,33 @@ class EngineReadsTest {
   }
 
   @Test
+  void aSlowEngineDoesNotHoldBackTheRoundsOtherReadings(Vertx vertx, VertxTestContext ctx) {
+    // D0 accepts the round's connection and never reads it: its reading ends at metrics_timeout_s. The others' readings
+    // reach the shared map (and the other replicas) before that, not after the slowest: held back, they reached the
+    // backups after their next round, which read those engines beside their owner.
+    withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_interval_s", 60).put("metrics_timeout_s", 10), (fleet, config) -> {
+      SimpleMeterRegistry registry = new SimpleMeterRegistry();
+      PlacementTable table = table(config);
+      LoadReadings readings = new LoadReadings(vertx, vertx.sharedData(), () -> config, table, REPLICA, () -> "", registry, () -> { });
+      readings.track(config.engines());
+      fleet.engine("D0").faults().add(new JsonObject().put("kind", "accept_no_read"));
+      readings.arm();
+      Supplier<Future<Map<String, String>>> shared = () -> vertx.sharedData().<String, String>getAsyncMap(LoadReadings.LOADS).compose(AsyncMap::entries);
+      Promise<Map<String, String>> othersShared = Promise.promise();
+      vertx.setPeriodic(0, 10, id -> shared.get().onSuccess(entries -> {
+        if (entries.containsKey("P0") && entries.containsKey("D1") && vertx.cancelTimer(id)) othersShared.tryComplete(entries);
+      }));
+      othersShared.future().onComplete(ctx.succeeding(entries -> ctx.verify(() -> {
+        assertFalse(entries.containsKey("D0"), "D0 still unanswered: " + entries.keySet());
+        assertEquals(0.0, registry.find("narwhal.engine.load.reads").tags("iid", "D0", "outcome", "failed").counter().count(),
+            "the others were shared while D0's reading was still under way");
+        readings.stop();
+        ctx.completeNow();
+      })));
+    });
+  }
+
+  @Test
   void anIdleEngineIsReadLessOftenAndALegBringsItBackToTheInterval(Vertx vertx, VertxTestContext ctx) {
     // interval 50 ms; idle readings double it up to 0.4 s: 50, 100, 200, 400, 400 ms
     withEngines(vertx, ctx, new JsonObject().put("policy", "load").put("metrics_interval_s", 0.05).put("idle_metrics_interval_s", 0.4),
