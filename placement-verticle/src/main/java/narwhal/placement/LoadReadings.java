@@ -69,6 +69,8 @@ final class LoadReadings {
   static final long SHARE_WITHIN_MS = 50;
   /** The key a round touches to learn whether the shared map answers (one operation, not a read of the whole map). */
   private static final String TOUCH = "_touch";
+  /** {@code /metrics} reads a replica has under way at most; the others of a round wait their turn ({@link ReadQueue}). */
+  static final int READS_AT_ONCE = 32;
   /** More readings than engines a fleet file may list are no replica's round. */
   private static final int MAX_READINGS_PER_MESSAGE = 100_000;
 
@@ -84,6 +86,7 @@ final class LoadReadings {
   private final Map<String, Counter> reads = new HashMap<>();
   /** Engines this replica is reading now (a slow engine is not read twice at once). */
   private final java.util.Set<String> inFlight = new java.util.HashSet<>();
+  private final ReadQueue queue = new ReadQueue(READS_AT_ONCE);
   /** Engines whose newer shared reading this replica is taking now, having heard a count against it. */
   private final java.util.Set<String> catchingUp = new java.util.HashSet<>();
   private long timer = -1;
@@ -208,7 +211,7 @@ final class LoadReadings {
       for (EngineConfig e : engines) {
         EngineLoad known = table.load(e.iid());
         if ((known == null || now - known.readAtMs() >= due(known)) && inFlight.add(e.iid())) {
-          read(e).onSuccess(table::applyLoad).onComplete(done -> inFlight.remove(e.iid()));
+          queue.submit(() -> read(e)).onSuccess(table::applyLoad).onComplete(done -> inFlight.remove(e.iid()));
         }
       }
       return;
@@ -228,7 +231,7 @@ final class LoadReadings {
       int rank = ranks.computeIfAbsent(engine.iid(), iid -> Rendezvous.rank(iid, members, self));
       long wait = (known == null ? 0 : due(known)) + rank * half;
       if (age >= wait && inFlight.add(engine.iid())) {
-        read(engine).map(reading -> idleSince(known, reading)).onComplete(done -> {
+        queue.submit(() -> read(engine)).map(reading -> idleSince(known, reading)).onComplete(done -> {
           inFlight.remove(engine.iid());
           if (done.succeeded()) taken(done.result());
         });

@@ -41,6 +41,9 @@ import java.util.function.Supplier;
 final class ModelListings {
   /** Models an engine's listing holds at most (its base model and LoRA adapters); a longer one is not taken. */
   static final int MAX_CARDS = 4_096;
+  /** {@code /v1/models} reads a replica has under way at most; the others wait their turn ({@link ReadQueue}). */
+  static final int READS_AT_ONCE = 32;
+  private final ReadQueue queue = new ReadQueue(READS_AT_ONCE);
   private final Vertx vertx;
   private final Supplier<NarwhalConfig> config;
   private final PlacementTable table;
@@ -129,7 +132,7 @@ final class ModelListings {
   /** {@code share}: a refresh's reading, published to the other replicas, which then need not read the engine. */
   private void read(EngineConfig engine, boolean share) {
     if (!inFlight.add(engine.iid())) return;
-    fetch(engine).onSuccess(cards -> {
+    queue.submit(() -> fetch(engine)).onSuccess(cards -> {
       taken(engine, cards);
       if (share) {
         vertx.eventBus().publish(Addresses.PLACEMENT_LISTINGS, ClusterSeal.of(vertx).seal(Addresses.PLACEMENT_LISTINGS,
