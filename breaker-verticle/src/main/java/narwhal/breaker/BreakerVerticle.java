@@ -81,7 +81,7 @@ public final class BreakerVerticle extends VerticleBase {
     BreakerJournal journal = new BreakerJournal(vertx, origin);
     book = new BreakerBook(cfg.engines(), cfg.recovery(), cfg.engineContract() != null, clockMs, origin);
     BreakerMetrics metrics = new BreakerMetrics(registry, book);
-    cfg.engines().forEach(e -> metrics.track(e.iid()));
+    metrics.trackInTurns(vertx, cfg.engines().stream().map(EngineConfig::iid).toList());
     guard = new SharedStateGuard(vertx, cfg.cluster().sharedState(), registry, journal);
     SharedBreakerState shared = new SharedBreakerState(sharedData.apply(vertx.sharedData()), guard, System::currentTimeMillis,
         narwhal.common.bus.ClusterSeal.of(vertx));
@@ -113,7 +113,7 @@ public final class BreakerVerticle extends VerticleBase {
         vertx.eventBus().<JsonObject>localConsumer(Addresses.CONFIG_CHANGED, msg -> {
           NarwhalConfig reloaded = config.get();
           metrics.retain(reloaded.engines().stream().map(EngineConfig::iid).toList());
-          reloaded.engines().forEach(e -> metrics.track(e.iid()));
+          metrics.trackInTurns(vertx, reloaded.engines().stream().map(EngineConfig::iid).toList());
           java.util.Set<String> checked = java.util.Set.copyOf(repointed);
           repointed.clear();
           intake.step(() -> book.reconfigure(reloaded.engines(), reloaded.recovery(), reloaded.engineContract() != null, checked));
