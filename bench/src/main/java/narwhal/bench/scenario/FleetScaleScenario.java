@@ -35,9 +35,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * operator starts one ({@code serve --cluster --preflight=skip}): each replica's start to ready ({@code /ready} 200: the
  * first, then two joining it); after a warm-up with no client traffic, each replica's CPU and the reads every engine
  * received from the three together ({@code /metrics}, {@code /health}, {@code /v1/models}: the simulator's own counters);
- * then, once the replicas' JIT compilers have settled ({@link JitWarmup#awaitIdle}, bounded), each replica's idle CPU
- * again — the project's rule is CPU after the JIT has settled, and P10's verdict takes this one; then light streaming load spread over the replicas, and each engine's {@code /metrics} reads per second against one per
- * {@code placement.metrics_interval_s}. A fleet size that cannot be run is reported as failed, and the next one runs.
+ * then, after a wait for the replicas' JIT compilers to settle ({@link JitWarmup#awaitIdle}, bounded), each replica's idle
+ * CPU again; then light streaming load spread over the replicas, and each engine's {@code /metrics} reads per second
+ * against one per {@code placement.metrics_interval_s}; then each replica's idle CPU once more, after the busy phase.
+ * The project's rule is CPU after the JIT has settled, and with no traffic it does not within minutes (an idle
+ * replica's code reaches the compile thresholds slowly: its compilers were still 20–60 % of its CPU after 180 s), while
+ * a load compiles what serving runs in seconds: P10's verdict takes the idle CPU after serving, as a router that served
+ * and went quiet. A fleet size that cannot be run is reported as failed, and the next one runs.
  */
 public final class FleetScaleScenario implements Scenario {
   /** 8 engines: P10's baseline, the same run at a small fleet. */
@@ -73,9 +77,10 @@ public final class FleetScaleScenario implements Scenario {
   static final double IDLE_JIT_QUIET_SHARE = 0.10;
 
   /** How long each phase lasts: the full run's, or seconds-long for the smoke. */
-  record Phases(double warmUpS, double idleS, double jitSliceS, double jitMaxS, double busyWarmS, double busyS, int streams) {
+  record Phases(double warmUpS, double idleS, double jitSliceS, double jitMaxS, double busyWarmS, double busyS, int streams,
+                double quietS) {
     static Phases of(boolean smoke) {
-      return smoke ? new Phases(3, 5, 2, 4, 1, 4, 6) : new Phases(60, 60, 10, 180, 5, 30, 24);
+      return smoke ? new Phases(3, 5, 2, 4, 1, 4, 6, 2) : new Phases(60, 60, 10, 60, 5, 30, 24, 30);
     }
   }
 
@@ -83,11 +88,11 @@ public final class FleetScaleScenario implements Scenario {
   static final class FleetRun {
     final int engines;
     final long[] readyMs = {-1, -1, -1};
-    final double[] idleCores = {Double.NaN, Double.NaN, Double.NaN};
-    final double[] idleJitCores = {Double.NaN, Double.NaN, Double.NaN};
+    Cpu idle = Cpu.empty();
     /** The same replicas idle again once their JIT settled (or the wait's bound came). */
-    final double[] settledCores = {Double.NaN, Double.NaN, Double.NaN};
-    final double[] settledJitCores = {Double.NaN, Double.NaN, Double.NaN};
+    Cpu settled = Cpu.empty();
+    /** The same replicas idle once more, after the busy phase: the load has compiled what serving runs. */
+    Cpu afterBusy = Cpu.empty();
     JitWarmup.IdleResult jit;
     double simCores = Double.NaN;
     double idleS = Double.NaN;
@@ -132,11 +137,13 @@ public final class FleetScaleScenario implements Scenario {
             + " of its CPU over a slice, and each replica's CPU over " + phases.idleS() + " s more (P10's verdict)")
         .layout("busy: " + phases.streams() + " closed-loop streaming clients spread over the 3 replicas, " + phases.busyWarmS()
             + " s then " + phases.busyS() + " s measured")
+        .layout("idle after serving: " + phases.quietS() + " s after the busy phase (the engines' readings back to the idle cadence), "
+            + "each replica's CPU over " + phases.idleS() + " s (P10's verdict)")
         .layout("bench process: the load generator and the readers of /sim/stats; all on one 2-core machine shared with other "
             + "helpers' builds and tests");
     report.parameter("fleets", fleets).parameter("warm_up_s", phases.warmUpS()).parameter("idle_s", phases.idleS())
         .parameter("jit_settle_max_s", phases.jitMaxS()).parameter("jit_quiet_share", IDLE_JIT_QUIET_SHARE)
-        .parameter("busy_s", phases.busyS()).parameter("streams", phases.streams());
+        .parameter("busy_s", phases.busyS()).parameter("streams", phases.streams()).parameter("quiet_s", phases.quietS());
 
     List<FleetRun> runs = new ArrayList<>();
     for (int engines : fleets) {
@@ -172,13 +179,16 @@ public final class FleetScaleScenario implements Scenario {
       env.progress().say(label + "all ready (" + Arrays.toString(run.readyMs) + " ms); " + phases.warmUpS() + " s of warm-up");
       JvmProbe.sleep(Math.round(phases.warmUpS() * 1000));
       idle(load, statsClient, sim, cluster, phases, run);
-      env.progress().say(label + "idle: replicas at " + Arrays.stream(run.idleCores).mapToObj(FleetScaleScenario::pct).toList()
+      env.progress().say(label + "idle: replicas at " + run.idle.each()
           + " of a core; waiting for their JIT to settle");
       run.jit = JitWarmup.awaitIdle(env.progress(), cluster.replicas(), phases.jitSliceS(), phases.jitMaxS(), IDLE_JIT_QUIET_SHARE);
-      settled(cluster, phases, run);
-      env.progress().say(label + run.jit.describe() + "; idle then: " + Arrays.stream(run.settledCores).mapToObj(FleetScaleScenario::pct)
-          .toList() + " of a core; busy phase");
+      run.settled = cpuOver(cluster, () -> JvmProbe.sleep(Math.round(phases.idleS() * 1000)));
+      env.progress().say(label + run.jit.describe() + "; idle then: " + run.settled.each() + " of a core; busy phase");
       busy(load, statsClient, sim, cluster, phases, run);
+      env.progress().say(label + "busy done; " + phases.quietS() + " s for the readings to fall back to the idle cadence, then idle again");
+      JvmProbe.sleep(Math.round(phases.quietS() * 1000));
+      run.afterBusy = cpuOver(cluster, () -> JvmProbe.sleep(Math.round(phases.idleS() * 1000)));
+      env.progress().say(label + "idle after busy: " + run.afterBusy.each() + " of a core");
     } finally {
       if (cluster != null) cluster.close();
       sim.close();
@@ -221,31 +231,27 @@ public final class FleetScaleScenario implements Scenario {
         + last + " (log: " + router.log() + ")");
   }
 
-  private static void idle(LoadGenerator load, HttpClientAgent statsClient, SimProcess sim, ClusterReplicas cluster, Phases phases,
-                           FleetRun run) {
-    double[] cpu = new double[REPLICAS.size()];
-    double[] jit = new double[REPLICAS.size()];
-    for (int i = 0; i < cpu.length; i++) {
-      cpu[i] = cluster.replica(i).cpuSeconds();
-      jit[i] = cluster.replica(i).compilerCpuSeconds();
+  /** Each replica's CPU and its compiler threads' over one window, in cores. */
+  record Cpu(double[] cores, double[] jit) {
+    static Cpu empty() {
+      return new Cpu(new double[] {Double.NaN, Double.NaN, Double.NaN}, new double[] {Double.NaN, Double.NaN, Double.NaN});
     }
-    double simCpu = sim.cpuSeconds();
-    long t0 = System.nanoTime();
-    EngineReads before = EngineReads.sweep(load, statsClient, sim);
-    JvmProbe.sleep(Math.round(phases.idleS() * 1000));
-    EngineReads after = EngineReads.sweep(load, statsClient, sim);
-    double wall = (System.nanoTime() - t0) / 1e9;
-    for (int i = 0; i < cpu.length; i++) {
-      run.idleCores[i] = (cluster.replica(i).cpuSeconds() - cpu[i]) / wall;
-      run.idleJitCores[i] = (cluster.replica(i).compilerCpuSeconds() - jit[i]) / wall;
+
+    double most() {
+      return Arrays.stream(cores).max().orElse(Double.NaN);
     }
-    run.simCores = (sim.cpuSeconds() - simCpu) / wall;
-    run.idleS = after.secondsSince(before);
-    run.idleReads = after.since(before);
+
+    double mostJit() {
+      return Arrays.stream(jit).max().orElse(Double.NaN);
+    }
+
+    String each() {
+      return pct(cores[0]) + ", " + pct(cores[1]) + ", " + pct(cores[2]);
+    }
   }
 
-  /** Each replica's CPU over another idle window, once {@link JitWarmup#awaitIdle} returned. */
-  private static void settled(ClusterReplicas cluster, Phases phases, FleetRun run) {
+  /** Runs {@code during} (a sleep, or sweeps around one) and measures each replica's CPU over it. */
+  private static Cpu cpuOver(ClusterReplicas cluster, Runnable during) {
     double[] cpu = new double[REPLICAS.size()];
     double[] jit = new double[REPLICAS.size()];
     for (int i = 0; i < cpu.length; i++) {
@@ -253,12 +259,28 @@ public final class FleetScaleScenario implements Scenario {
       jit[i] = cluster.replica(i).compilerCpuSeconds();
     }
     long t0 = System.nanoTime();
-    JvmProbe.sleep(Math.round(phases.idleS() * 1000));
+    during.run();
     double wall = (System.nanoTime() - t0) / 1e9;
     for (int i = 0; i < cpu.length; i++) {
-      run.settledCores[i] = (cluster.replica(i).cpuSeconds() - cpu[i]) / wall;
-      run.settledJitCores[i] = (cluster.replica(i).compilerCpuSeconds() - jit[i]) / wall;
+      cpu[i] = (cluster.replica(i).cpuSeconds() - cpu[i]) / wall;
+      jit[i] = (cluster.replica(i).compilerCpuSeconds() - jit[i]) / wall;
     }
+    return new Cpu(cpu, jit);
+  }
+
+  private static void idle(LoadGenerator load, HttpClientAgent statsClient, SimProcess sim, ClusterReplicas cluster, Phases phases,
+                           FleetRun run) {
+    double simCpu = sim.cpuSeconds();
+    long t0 = System.nanoTime();
+    EngineReads[] sweeps = new EngineReads[2];
+    run.idle = cpuOver(cluster, () -> {
+      sweeps[0] = EngineReads.sweep(load, statsClient, sim);
+      JvmProbe.sleep(Math.round(phases.idleS() * 1000));
+      sweeps[1] = EngineReads.sweep(load, statsClient, sim);
+    });
+    run.simCores = (sim.cpuSeconds() - simCpu) / ((System.nanoTime() - t0) / 1e9);
+    run.idleS = sweeps[1].secondsSince(sweeps[0]);
+    run.idleReads = sweeps[1].since(sweeps[0]);
   }
 
   private static void busy(LoadGenerator load, HttpClientAgent statsClient, SimProcess sim, ClusterReplicas cluster, Phases phases,
@@ -293,6 +315,9 @@ public final class FleetScaleScenario implements Scenario {
         + "compilers used at most " + Fmt.percent(IDLE_JIT_QUIET_SHARE, 0) + " of its CPU over a " + phases.jitSliceS()
         + " s slice (waited at most " + phases.jitMaxS() + " s), % of one core", "engines", "A", "B", "C",
         "of which JIT (most of the three)", "waited s", "settled");
+    ResultTable afterBusy = new ResultTable("idle after serving: CPU over " + phases.idleS() + " s, " + phases.quietS()
+        + " s after the busy phase ended (what serving runs compiled by the load), % of one core", "engines", "A", "B", "C",
+        "of which JIT (most of the three)");
     ResultTable idleReads = new ResultTable("idle: requests per second each engine received from the 3 replicas together "
         + "(mean over the engines / the most one engine got)", "engines", "/metrics mean", "/metrics max", "/health mean", "/health max",
         "/v1/models mean", "/v1/models max", "window s");
@@ -301,10 +326,10 @@ public final class FleetScaleScenario implements Scenario {
         "most reads of one engine", "allowed (one per " + Fmt.num(METRICS_INTERVAL_S, 0) + " s, +1)", "window s");
     for (FleetRun r : runs) {
       ready.row(r.engines, ms(r.readyMs[0]), ms(r.readyMs[1]), ms(r.readyMs[2]), r.failure == null ? "" : r.failure);
-      idle.row(r.engines, pct(r.idleCores[0]), pct(r.idleCores[1]), pct(r.idleCores[2]),
-          pct(Arrays.stream(r.idleJitCores).max().orElse(Double.NaN)), pct(r.simCores));
-      settled.row(r.engines, pct(r.settledCores[0]), pct(r.settledCores[1]), pct(r.settledCores[2]),
-          pct(Arrays.stream(r.settledJitCores).max().orElse(Double.NaN)), r.jit == null ? "—" : Fmt.num(r.jit.seconds(), 0),
+      idle.row(r.engines, pct(r.idle.cores()[0]), pct(r.idle.cores()[1]), pct(r.idle.cores()[2]), pct(r.idle.mostJit()), pct(r.simCores));
+      afterBusy.row(r.engines, pct(r.afterBusy.cores()[0]), pct(r.afterBusy.cores()[1]), pct(r.afterBusy.cores()[2]), pct(r.afterBusy.mostJit()));
+      settled.row(r.engines, pct(r.settled.cores()[0]), pct(r.settled.cores()[1]), pct(r.settled.cores()[2]),
+          pct(r.settled.mostJit()), r.jit == null ? "—" : Fmt.num(r.jit.seconds(), 0),
           r.jit == null ? "—" : (r.jit.settled() ? "yes" : "no") + " (" + Fmt.percent(r.jit.worstShare(), 1) + ")");
       if (r.idleReads != null) {
         idleReads.row(r.engines, rate(r.idleReads, "metrics", false), rate(r.idleReads, "metrics", true), rate(r.idleReads, "health", false),
@@ -317,7 +342,7 @@ public final class FleetScaleScenario implements Scenario {
         r.busy.errorSamples().forEach(s -> report.note(r.engines + " engines, busy: " + s));
       }
     }
-    report.table(ready).table(idle).table(settled).table(idleReads).table(busy);
+    report.table(ready).table(idle).table(settled).table(idleReads).table(busy).table(afterBusy);
   }
 
   private static void verdicts(BenchReport report, List<FleetRun> runs, Phases phases) {
@@ -329,14 +354,17 @@ public final class FleetScaleScenario implements Scenario {
           r.readyMs[0] >= 0 && r.readyMs[0] <= READY_TARGET_MS));
       report.verdict(Verdict.perf("P11", "joining replicas' start to ready, the slower of B and C" + at, joined ? joining + " ms" : failed(r),
           "≤ " + READY_TARGET_MS + " ms", joined && joining <= READY_TARGET_MS));
-      double early = Arrays.stream(r.idleCores).max().orElse(Double.NaN);
+      double early = r.idle.most();
       report.verdict(Verdict.info("P10", "idle CPU per replica, the most of the three, " + Fmt.num(phases.warmUpS(), 0)
           + " s after ready (the JIT still compiling; the figure before the settled one was measured)" + at,
-          Double.isNaN(early) ? failed(r) : pct(early) + " (" + pct(r.idleCores[0]) + ", " + pct(r.idleCores[1]) + ", " + pct(r.idleCores[2]) + ")"));
-      double most = Arrays.stream(r.settledCores).max().orElse(Double.NaN);
-      String idle = Double.isNaN(most) ? failed(r) : pct(most) + " (" + pct(r.settledCores[0]) + ", " + pct(r.settledCores[1]) + ", "
-          + pct(r.settledCores[2]) + ")" + (r.jit != null && !r.jit.settled() ? "; JIT not settled within " + Fmt.num(r.jit.seconds(), 0) + " s" : "");
-      String what = "idle CPU per replica once the JIT settled, the most of the three" + at;
+          Double.isNaN(early) ? failed(r) : pct(early) + " (" + r.idle.each() + ")"));
+      double waited = r.settled.most();
+      report.verdict(Verdict.info("P10", "idle CPU per replica after the JIT wait with no traffic, the most of the three" + at,
+          Double.isNaN(waited) ? failed(r) : pct(waited) + " (" + r.settled.each() + "; compilers " + pct(r.settled.mostJit()) + ")"
+              + (r.jit != null && !r.jit.settled() ? "; JIT not settled within " + Fmt.num(r.jit.seconds(), 0) + " s" : "")));
+      double most = r.afterBusy.most();
+      String idle = Double.isNaN(most) ? failed(r) : pct(most) + " (" + r.afterBusy.each() + "; compilers " + pct(r.afterBusy.mostJit()) + ")";
+      String what = "idle CPU per replica after serving (the JIT settled by the load), the most of the three" + at;
       if (r.engines <= SMALL_FLEET) {
         report.verdict(Verdict.perf("P10", what, idle, "≤ " + pct(IDLE_TARGET_SMALL), most <= IDLE_TARGET_SMALL));
       } else if (r.engines >= LARGE_FLEET) {
@@ -357,9 +385,9 @@ public final class FleetScaleScenario implements Scenario {
     FleetRun smallest = runs.get(0);
     FleetRun largest = runs.get(runs.size() - 1);
     if (runs.size() > 1 && smallest.failure == null && largest.failure == null) {
-      double a = Arrays.stream(smallest.idleCores).average().orElse(Double.NaN);
-      double b = Arrays.stream(largest.idleCores).average().orElse(Double.NaN);
-      report.verdict(Verdict.info("P10", "idle CPU per replica (mean of three) at " + largest.engines + " engines / at " + smallest.engines,
+      double a = Arrays.stream(smallest.afterBusy.cores()).average().orElse(Double.NaN);
+      double b = Arrays.stream(largest.afterBusy.cores()).average().orElse(Double.NaN);
+      report.verdict(Verdict.info("P10", "idle CPU per replica after serving (mean of three) at " + largest.engines + " engines / at " + smallest.engines,
           Fmt.ratio(b / a) + " (" + pct(b) + " / " + pct(a) + ")"));
     }
     report.verdict(Verdict.info("I22", "3 replicas' TTFT p50 within 10 % of 1 replica's (issue 43 lists it under fleet-scale)",
