@@ -69,8 +69,8 @@ final class LoadReadings {
   static final long SHARE_WITHIN_MS = 50;
   /** The key a round touches to learn whether the shared map answers (one operation, not a read of the whole map). */
   private static final String TOUCH = "_touch";
-  /** {@code /metrics} reads a replica has under way at most; the others of a round wait their turn ({@link ReadQueue}). */
-  static final int READS_AT_ONCE = 32;
+  /** {@code /metrics} reads a replica starts in one turn of its event loop at most; the others in the next turns ({@link ReadQueue}). */
+  static final int READS_PER_TURN = 32;
   /** More readings than engines a fleet file may list are no replica's round. */
   private static final int MAX_READINGS_PER_MESSAGE = 100_000;
 
@@ -86,7 +86,7 @@ final class LoadReadings {
   private final Map<String, Counter> reads = new HashMap<>();
   /** Engines this replica is reading now (a slow engine is not read twice at once). */
   private final java.util.Set<String> inFlight = new java.util.HashSet<>();
-  private final ReadQueue queue = new ReadQueue(READS_AT_ONCE);
+  private final ReadQueue queue;
   /** Engines whose newer shared reading this replica is taking now, having heard a count against it. */
   private final java.util.Set<String> catchingUp = new java.util.HashSet<>();
   private long timer = -1;
@@ -128,6 +128,7 @@ final class LoadReadings {
     this.replica = replica;
     this.apiKey = apiKey;
     this.registry = registry;
+    this.queue = new ReadQueue(vertx, READS_PER_TURN);
     this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
         .setConnectTimeout(1_000));
     NarwhalConfig cfg = config.get();

@@ -41,9 +41,9 @@ import java.util.function.Supplier;
 final class ModelListings {
   /** Models an engine's listing holds at most (its base model and LoRA adapters); a longer one is not taken. */
   static final int MAX_CARDS = 4_096;
-  /** {@code /v1/models} reads a replica has under way at most; the others wait their turn ({@link ReadQueue}). */
-  static final int READS_AT_ONCE = 32;
-  private final ReadQueue queue = new ReadQueue(READS_AT_ONCE);
+  /** {@code /v1/models} reads a replica starts in one turn of its event loop at most; the others in the next turns ({@link ReadQueue}). */
+  static final int READS_PER_TURN = 32;
+  private final ReadQueue queue;
   private final Vertx vertx;
   private final Supplier<NarwhalConfig> config;
   private final PlacementTable table;
@@ -65,6 +65,7 @@ final class ModelListings {
     this.table = table;
     this.apiKey = apiKey;
     this.replica = replica;
+    this.queue = new ReadQueue(vertx, READS_PER_TURN);
     this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
         .setConnectTimeout(1_000));
     this.shared = vertx.eventBus().consumer(Addresses.PLACEMENT_LISTINGS,

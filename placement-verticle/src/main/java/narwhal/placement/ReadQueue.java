@@ -2,63 +2,68 @@ package narwhal.placement;
 
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
 
 import java.util.ArrayDeque;
 import java.util.Queue;
 import java.util.function.Supplier;
 
 /**
- * Reads of engines that run at most {@code limit} at once, the others started in the order asked as those end. A
- * replica starting in front of 1,000 engines asked every one of them for its {@code /v1/models} and {@code /metrics}
- * in one turn of its event loop: on a cold JVM that held the loop for seconds (Vert.x's blocked-thread warnings, 4.6 s
- * on a joining replica), so its answers to peers and to {@code /ready} waited behind them. Bounded, the reads go out
- * over many turns and the loop answers in between. Event-loop confined: not thread-safe.
+ * Reads of engines started at most {@code perTurn} in one turn of the event loop, the others in the next turns, in the
+ * order asked. A replica starting in front of 1,000 engines asked every one of them for its {@code /v1/models} and
+ * {@code /metrics} in one turn: on a cold JVM that held the loop for seconds (Vert.x's blocked-thread warnings, 4.6 s on
+ * a joining replica), so its answers to peers and to {@code /ready} waited behind them. Spread over turns, the loop
+ * answers in between. Reads under way are not bounded: an engine that does not answer holds back no other's read
+ * until its timeout. Event-loop confined (use it from one context): not thread-safe.
  */
 final class ReadQueue {
-  private final int limit;
+  private final Vertx vertx;
+  private final int perTurn;
   private final Queue<Runnable> waiting = new ArrayDeque<>();
-  private int running;
-  private boolean draining;
+  /** Reads started in this turn; a task queued for the next turn resets it (when {@link #nextTurn}). */
+  private int startedThisTurn;
+  private boolean nextTurn;
 
-  ReadQueue(int limit) {
-    if (limit < 1) throw new IllegalArgumentException("limit must be at least 1: " + limit);
-    this.limit = limit;
+  ReadQueue(Vertx vertx, int perTurn) {
+    if (perTurn < 1) throw new IllegalArgumentException("perTurn must be at least 1: " + perTurn);
+    this.vertx = vertx;
+    this.perTurn = perTurn;
   }
 
-  /** Runs {@code read} now if fewer than the limit run, else once its turn comes; its outcome is the read's. */
+  /** Starts {@code read} in this turn if fewer than {@code perTurn} started in it, else in a later one; its outcome is the read's. */
   <T> Future<T> submit(Supplier<Future<T>> read) {
     Promise<T> outcome = Promise.promise();
     waiting.add(() -> {
-      running++;
       Future<T> started;
       try {
         started = read.get();
       } catch (RuntimeException e) {
         started = Future.failedFuture(e);
       }
-      started.onComplete(done -> {
-        running--;
-        outcome.handle(done);
-        drain();
-      });
+      started.onComplete(outcome);
     });
-    drain();
+    startSome();
     return outcome.future();
   }
 
-  /** Starts waiting reads while fewer than the limit run; a read that ends at once is followed by the loop, not a call deeper. */
-  private void drain() {
-    if (draining) return;
-    draining = true;
-    try {
-      while (running < limit && !waiting.isEmpty()) waiting.poll().run();
-    } finally {
-      draining = false;
+  /** Starts waiting reads while fewer than {@code perTurn} started in this turn; the next turn starts the next ones. */
+  private void startSome() {
+    while (startedThisTurn < perTurn && !waiting.isEmpty()) {
+      startedThisTurn++;
+      waiting.poll().run();
+    }
+    if (startedThisTurn > 0 && !nextTurn) {
+      nextTurn = true;
+      vertx.runOnContext(v -> {
+        nextTurn = false;
+        startedThisTurn = 0;
+        startSome();
+      });
     }
   }
 
-  /** Reads running and waiting: for {@code /narwhal/state} and tests. */
-  int pending() {
-    return running + waiting.size();
+  /** Reads not yet started: for tests. */
+  int waiting() {
+    return waiting.size();
   }
 }

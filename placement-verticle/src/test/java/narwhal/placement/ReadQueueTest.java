@@ -2,7 +2,11 @@ package narwhal.placement;
 
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.junit5.VertxExtension;
+import io.vertx.junit5.VertxTestContext;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -10,48 +14,52 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@link ReadQueue}: a bound on reads under way, the others in the order asked, each outcome its read's. */
+/** {@link ReadQueue}: a few reads started per turn of the event loop, in order, none held back by a read that hangs. */
+@ExtendWith(VertxExtension.class)
 class ReadQueueTest {
   @Test
-  void atMostTheLimitRunAndTheOthersStartInOrderAsThoseEnd() {
-    ReadQueue queue = new ReadQueue(3);
-    List<Promise<Integer>> started = new ArrayList<>();
-    List<Future<Integer>> outcomes = new ArrayList<>();
-    for (int i = 0; i < 10; i++) {
-      outcomes.add(queue.submit(() -> {
-        Promise<Integer> p = Promise.promise();
-        started.add(p);
-        return p.future();
-      }));
-    }
-    assertEquals(3, started.size(), "three under way, seven waiting");
-    assertEquals(10, queue.pending());
-    started.get(1).fail("engine gone");
-    assertEquals(4, started.size(), "a failed read frees its place too");
-    for (int i = 0; i < 10; i++) {
-      if (!started.get(i).future().isComplete()) started.get(i).complete(i);
-      long underWay = started.stream().filter(p -> !p.future().isComplete()).count();
-      assertTrue(underWay <= 3, "never more than three at once: " + underWay);
-      long ended = started.stream().filter(p -> p.future().isComplete()).count();
-      assertEquals(Math.min(10, ended + 3), started.size(), "the next in order starts as one ends");
-    }
-    assertEquals(0, queue.pending());
-    assertTrue(outcomes.get(1).failed());
-    for (int i = 0; i < 10; i++) if (i != 1) assertEquals(i, outcomes.get(i).result(), "each outcome is its own read's");
+  void aFewStartPerTurnInOrderAndAHungReadHoldsBackNoOther(Vertx vertx, VertxTestContext ctx) {
+    vertx.runOnContext(v -> {
+      ReadQueue queue = new ReadQueue(vertx, 3);
+      List<Integer> started = new ArrayList<>();
+      List<Future<Integer>> outcomes = new ArrayList<>();
+      for (int i = 0; i < 10; i++) {
+        int n = i;
+        // every read hangs (never completes) but the last: none may hold back the ones after it
+        outcomes.add(queue.submit(() -> {
+          started.add(n);
+          return n == 9 ? Future.succeededFuture(n) : Promise.<Integer>promise().future();
+        }));
+      }
+      ctx.verify(() -> {
+        assertEquals(List.of(0, 1, 2), started, "three in this turn");
+        assertEquals(7, queue.waiting());
+      });
+      outcomes.get(9).onComplete(ctx.succeeding(nine -> ctx.verify(() -> {
+        assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), started, "the others in the next turns, in order, while the first hang");
+        assertEquals(9, nine);
+        assertTrue(outcomes.subList(0, 9).stream().noneMatch(Future::isComplete));
+        ctx.completeNow();
+      })));
+    });
   }
 
   @Test
-  void readsThatEndAtOnceDoNotDeepenTheStack() {
-    ReadQueue queue = new ReadQueue(1);
-    Promise<Void> first = Promise.promise();
-    queue.submit(() -> first.future());
-    List<Future<Void>> rest = new ArrayList<>();
-    for (int i = 0; i < 200_000; i++) rest.add(queue.submit(() -> Future.failedFuture("bad url")));
-    for (int i = 0; i < 1_000; i++) rest.add(queue.submit(() -> {
-      throw new IllegalArgumentException("bad url");
-    }));
-    first.complete();
-    assertEquals(0, queue.pending(), "all ran, none overflowed the stack");
-    assertTrue(rest.stream().allMatch(Future::failed));
+  void readsThatEndAtOnceOrThrowAreEachTheirOwnOutcome(Vertx vertx, VertxTestContext ctx) {
+    vertx.runOnContext(v -> {
+      ReadQueue queue = new ReadQueue(vertx, 2);
+      Future<String> ok = queue.submit(() -> Future.succeededFuture("ok"));
+      Future<String> failed = queue.submit(() -> Future.failedFuture("engine gone"));
+      Future<String> thrown = queue.submit(() -> {
+        throw new IllegalArgumentException("bad url");
+      });
+      Future.join(ok, failed, thrown).onComplete(all -> ctx.verify(() -> {
+        assertEquals("ok", ok.result());
+        assertEquals("engine gone", failed.cause().getMessage());
+        assertEquals("bad url", thrown.cause().getMessage());
+        assertEquals(0, queue.waiting());
+        ctx.completeNow();
+      }));
+    });
   }
 }
