@@ -69,8 +69,9 @@ final class LoadReadings {
   static final long SHARE_WITHIN_MS = 50;
   /** The key a round touches to learn whether the shared map answers (one operation, not a read of the whole map). */
   private static final String TOUCH = "_touch";
-  /** {@code /metrics} reads a replica starts in one turn of its event loop at most; the others in the next turns ({@link ReadQueue}). */
-  static final int READS_PER_TURN = 32;
+  /** {@code /metrics} reads a replica has under way at most, each holding its place 100 ms at most ({@link ReadQueue}). */
+  static final int READS_AT_ONCE = 32;
+  static final long READ_HOLDS_MS = 100;
   /** More readings than engines a fleet file may list are no replica's round. */
   private static final int MAX_READINGS_PER_MESSAGE = 100_000;
 
@@ -128,7 +129,7 @@ final class LoadReadings {
     this.replica = replica;
     this.apiKey = apiKey;
     this.registry = registry;
-    this.queue = new ReadQueue(vertx, READS_PER_TURN);
+    this.queue = new ReadQueue(vertx, READS_AT_ONCE, READ_HOLDS_MS);
     this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
         .setConnectTimeout(1_000));
     NarwhalConfig cfg = config.get();

@@ -41,8 +41,9 @@ import java.util.function.Supplier;
 final class ModelListings {
   /** Models an engine's listing holds at most (its base model and LoRA adapters); a longer one is not taken. */
   static final int MAX_CARDS = 4_096;
-  /** {@code /v1/models} reads a replica starts in one turn of its event loop at most; the others in the next turns ({@link ReadQueue}). */
-  static final int READS_PER_TURN = 32;
+  /** {@code /v1/models} reads a replica has under way at most, each holding its place 100 ms at most ({@link ReadQueue}). */
+  static final int READS_AT_ONCE = 32;
+  static final long READ_HOLDS_MS = 100;
   private final ReadQueue queue;
   private final Vertx vertx;
   private final Supplier<NarwhalConfig> config;
@@ -65,7 +66,7 @@ final class ModelListings {
     this.table = table;
     this.apiKey = apiKey;
     this.replica = replica;
-    this.queue = new ReadQueue(vertx, READS_PER_TURN);
+    this.queue = new ReadQueue(vertx, READS_AT_ONCE, READ_HOLDS_MS);
     this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
         .setConnectTimeout(1_000));
     this.shared = vertx.eventBus().consumer(Addresses.PLACEMENT_LISTINGS,

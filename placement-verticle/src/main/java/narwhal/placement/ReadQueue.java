@@ -6,59 +6,72 @@ import io.vertx.core.Vertx;
 
 import java.util.ArrayDeque;
 import java.util.Queue;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 
 /**
- * Reads of engines started at most {@code perTurn} in one turn of the event loop, the others in the next turns, in the
- * order asked. A replica starting in front of 1,000 engines asked every one of them for its {@code /v1/models} and
- * {@code /metrics} in one turn: on a cold JVM that held the loop for seconds (Vert.x's blocked-thread warnings, 4.6 s on
- * a joining replica), so its answers to peers and to {@code /ready} waited behind them. Spread over turns, the loop
- * answers in between. Reads under way are not bounded: an engine that does not answer holds back no other's read
- * until its timeout. Event-loop confined (use it from one context): not thread-safe.
+ * Reads of engines that run at most {@code limit} at once, the others started in the order asked as places free. A
+ * replica starting in front of 1,000 engines asked every one of them for its {@code /v1/models} and {@code /metrics}
+ * in one turn of its event loop: on a cold JVM that held the loop for seconds (Vert.x's blocked-thread warnings, 4.6 s
+ * on a joining replica), so its answers to peers and to {@code /ready} waited behind them; a bound on reads under way
+ * spreads them over many turns (a bound per turn alone, tried, had the first replica ready 1–3 s later: thousands of
+ * connections opening at once). A read holds its place at most {@code holdMs}: an engine that does not answer (each
+ * read held to its timeout) then holds back the others for that long, not for its whole timeout. Event-loop confined
+ * (use it from one context): not thread-safe.
  */
 final class ReadQueue {
   private final Vertx vertx;
-  private final int perTurn;
+  private final int limit;
+  private final long holdMs;
   private final Queue<Runnable> waiting = new ArrayDeque<>();
-  /** Reads started in this turn; a task queued for the next turn resets it (when {@link #nextTurn}). */
-  private int startedThisTurn;
-  private boolean nextTurn;
+  private int holding;
+  private boolean draining;
 
-  ReadQueue(Vertx vertx, int perTurn) {
-    if (perTurn < 1) throw new IllegalArgumentException("perTurn must be at least 1: " + perTurn);
+  ReadQueue(Vertx vertx, int limit, long holdMs) {
+    if (limit < 1) throw new IllegalArgumentException("limit must be at least 1: " + limit);
+    if (holdMs < 1) throw new IllegalArgumentException("holdMs must be at least 1: " + holdMs);
     this.vertx = vertx;
-    this.perTurn = perTurn;
+    this.limit = limit;
+    this.holdMs = holdMs;
   }
 
-  /** Starts {@code read} in this turn if fewer than {@code perTurn} started in it, else in a later one; its outcome is the read's. */
+  /** Runs {@code read} now if fewer than the limit hold a place, else once one frees; its outcome is the read's. */
   <T> Future<T> submit(Supplier<Future<T>> read) {
     Promise<T> outcome = Promise.promise();
     waiting.add(() -> {
+      holding++;
+      AtomicBoolean held = new AtomicBoolean(true);
+      Runnable release = () -> {
+        if (held.compareAndSet(true, false)) {
+          holding--;
+          drain();
+        }
+      };
+      long timer = vertx.setTimer(holdMs, t -> release.run());
       Future<T> started;
       try {
         started = read.get();
       } catch (RuntimeException e) {
         started = Future.failedFuture(e);
       }
-      started.onComplete(outcome);
+      started.onComplete(done -> {
+        vertx.cancelTimer(timer);
+        outcome.handle(done);
+        release.run();
+      });
     });
-    startSome();
+    drain();
     return outcome.future();
   }
 
-  /** Starts waiting reads while fewer than {@code perTurn} started in this turn; the next turn starts the next ones. */
-  private void startSome() {
-    while (startedThisTurn < perTurn && !waiting.isEmpty()) {
-      startedThisTurn++;
-      waiting.poll().run();
-    }
-    if (startedThisTurn > 0 && !nextTurn) {
-      nextTurn = true;
-      vertx.runOnContext(v -> {
-        nextTurn = false;
-        startedThisTurn = 0;
-        startSome();
-      });
+  /** Starts waiting reads while fewer than the limit hold a place; a read that ends at once is followed by the loop, not a call deeper. */
+  private void drain() {
+    if (draining) return;
+    draining = true;
+    try {
+      while (holding < limit && !waiting.isEmpty()) waiting.poll().run();
+    } finally {
+      draining = false;
     }
   }
 
