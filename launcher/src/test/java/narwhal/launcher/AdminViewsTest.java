@@ -115,14 +115,15 @@ class AdminViewsTest {
 
   @Test
   void withNoReplicaReachableTheAdminCommandSaysSo() throws Exception {
+    int port = ClusterPorts.base();
     JsonObject fleet = new JsonObject().put("model", ClusterHarness.MODEL)
         .put("engines", new JsonArray().add(new JsonObject().put("iid", "D0").put("url", "http://127.0.0.1:9").put("role", "both")))
         .put("cluster", new JsonObject().put("enabled", true).put("name", "narwhal-test-nobody-" + System.nanoTime())
-            .put("host", "127.0.0.1").put("port", 29_950).put("members", new JsonArray().add("127.0.0.1:29950")));
+            .put("host", "127.0.0.1").put("port", port).put("members", new JsonArray().add("127.0.0.1:" + port)));
     ReplicaProcess.AdminRun run = ReplicaProcess.adminOutput(ReplicaProcess.writeFleet(fleet), "state");
     assertEquals(2, run.exit(), run.text());
     assertTrue(run.text().contains("no router replica of cluster \"" + fleet.getJsonObject("cluster").getString("name")
-        + "\" is reachable at [127.0.0.1:29950] (cluster.members)"), run.text());
+        + "\" is reachable at [127.0.0.1:" + port + "] (cluster.members)"), run.text());
     assertFalse(run.text().contains("Partition owner"), run.text());
   }
 

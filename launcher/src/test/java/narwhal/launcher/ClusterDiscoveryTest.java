@@ -19,7 +19,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -93,7 +92,7 @@ class ClusterDiscoveryTest {
 
   @Test
   void twoMembersBoundToTheWildcardJoinAndTalkThroughThePublicHost() throws Exception {
-    int port = 20_000 + ThreadLocalRandom.current().nextInt(1_200) * 10;
+    int port = ClusterPorts.base();
     ClusterConfig c = cluster(new JsonObject().put("enabled", true).put("name", "narwhal-public-" + UUID.randomUUID())
         .put("members", new JsonArray().add("127.0.0.1:" + port).add("127.0.0.1:" + (port + 1)))
         .put("port", port).put("host", "0.0.0.0").put("public_host", "127.0.0.1"));

@@ -24,7 +24,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Supplier;
@@ -45,7 +44,7 @@ final class ClusterHarness implements AutoCloseable {
   final Map<String, SimEngine> engines = new LinkedHashMap<>();
   final List<NarwhalNode> replicas = new ArrayList<>();
   final String clusterName = "narwhal-test-" + UUID.randomUUID();
-  final int basePort = 20_000 + ThreadLocalRandom.current().nextInt(1_200) * 10;
+  final int basePort = ClusterPorts.base();
   private final HttpClientAgent http = engineVertx.createHttpClient();
   private final io.vertx.core.Context context = engineVertx.getOrCreateContext();
   private JsonObject fleet;

@@ -14,7 +14,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
@@ -62,7 +61,7 @@ class EventBusTlsTest {
   void twoTlsMembersExchangeAMessageAndAPlainMemberCannotReachThem() throws Exception {
     Path store = keyStore();
     String name = "narwhal-tls-" + UUID.randomUUID();
-    int port = 20_000 + ThreadLocalRandom.current().nextInt(1_200) * 10;
+    int port = ClusterPorts.base();
     ClusterConfig tls = new ClusterConfig(true, name, List.of("127.0.0.1"), port, "127.0.0.1",
         new ClusterConfig.Tls(true, store.toString(), "NARWHAL_CLUSTER_TLS_PASSWORD"));
     ClusterConfig plain = new ClusterConfig(true, name, List.of("127.0.0.1"), port, "127.0.0.1");
@@ -96,7 +95,7 @@ class EventBusTlsTest {
     Path store = keyStore();
     Path foreign = keyStore(dir, "foreign.p12");
     String name = "narwhal-tls-" + UUID.randomUUID();
-    int port = 20_000 + ThreadLocalRandom.current().nextInt(1_200) * 10;
+    int port = ClusterPorts.base();
     ClusterConfig tls = new ClusterConfig(true, name, List.of("127.0.0.1"), port, "127.0.0.1",
         new ClusterConfig.Tls(true, store.toString(), "NARWHAL_CLUSTER_TLS_PASSWORD"));
     ClusterConfig intruderTls = new ClusterConfig(true, name, List.of("127.0.0.1"), port, "127.0.0.1",

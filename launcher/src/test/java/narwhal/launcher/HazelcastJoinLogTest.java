@@ -9,8 +9,6 @@ import narwhal.common.config.NarwhalConfig;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
@@ -35,10 +33,8 @@ class HazelcastJoinLogTest {
     return NarwhalConfig.fromJson(fleet).cluster();
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
-    }
+  private static int freePort() {
+    return ClusterPorts.unused();
   }
 
   @Test

@@ -79,7 +79,7 @@ class JsonLogsTest {
     JsonObject fleet = h.fleetJson();
     fleet.getJsonObject("cluster").put("members", new JsonArray().add("127.0.0.1:" + h.basePort));
     Path file = ReplicaProcess.writeFleet(fleet);
-    fleet.put("journal", new JsonObject().put("path", file.resolveSibling("journal.jsonl").toString()));
+    fleet.put("journal", new JsonObject().put("path", java.nio.file.Files.createTempFile("narwhal-json-logs-journal", ".jsonl").toString()));
     java.nio.file.Files.writeString(file, fleet.encodePrettily());
     try (ReplicaProcess replica = ReplicaProcess.start(file, ClusterHarness.TOKEN, "cluster.port=" + h.basePort,
         "logging.format=json")) {

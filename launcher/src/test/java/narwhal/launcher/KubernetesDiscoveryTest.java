@@ -203,7 +203,7 @@ class KubernetesDiscoveryTest {
   @Test
   void twoReplicasConvergeOnTheSameEnginesWithoutDrift() throws Exception {
     startApi();
-    int base = 21_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(900) * 10;
+    int base = ClusterPorts.base();
     JsonObject cluster = new JsonObject().put("enabled", true).put("name", "narwhal-discovery-" + java.util.UUID.randomUUID())
         .put("members", new io.vertx.core.json.JsonArray().add("127.0.0.1")).put("port", base).put("host", "127.0.0.1");
     create(pod("vllm-prefill-0", "prefill", sim("P0", "prefill").port()));

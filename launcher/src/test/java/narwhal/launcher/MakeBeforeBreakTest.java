@@ -96,10 +96,8 @@ class MakeBeforeBreakTest {
         && !r.getString("request_id", "").startsWith("probe-") && !r.getString("request_id", "").startsWith("preflight-")).count();
   }
 
-  private static int freePort() throws Exception {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
-    }
+  private static int freePort() {
+    return ClusterPorts.unused();
   }
 
   @Test

@@ -15,7 +15,6 @@ import org.junit.jupiter.api.Timeout;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -31,7 +30,7 @@ class SplitBrainMergeTest {
   @Test
   void theMergedMapsKeepTheNewestStateAndTheLargerNumbersOfEitherSide() throws Exception {
     String name = "narwhal-merge-" + UUID.randomUUID();
-    int portA = 21_000 + ThreadLocalRandom.current().nextInt(1_000) * 10;
+    int portA = ClusterPorts.base();
     int portB = portA + 5;
     HazelcastInstance a = Hazelcast.newHazelcastInstance(config(name, portA, List.of("127.0.0.1:" + portA, "127.0.0.1:" + portB)));
     HazelcastInstance b = null;
