@@ -75,9 +75,24 @@ public final class ClusterReplicas implements AutoCloseable {
                                         List<String> names, boolean fixedPorts, boolean healthPorts) {
     JsonObject fleet = tune.apply(engines.fleetFile(env.tmp().resolve("unused.jsonl"), 0));
     fleet.put("cluster", newCluster());
-    int[] ports = fixedPorts ? names.stream().mapToInt(n -> FreePort.pick()).toArray() : null;
-    int[] health = healthPorts ? names.stream().mapToInt(n -> FreePort.pick()).toArray() : null;
+    int clusterPort = fleet.getJsonObject("cluster").getInteger("port");
+    java.util.Set<Integer> taken = new java.util.HashSet<>();
+    int[] ports = fixedPorts ? names.stream().mapToInt(n -> keptPort(clusterPort, taken)).toArray() : null;
+    int[] health = healthPorts ? names.stream().mapToInt(n -> keptPort(clusterPort, taken)).toArray() : null;
     return env.own(new ClusterReplicas(env, fleet, load, names, ports, health));
+  }
+
+  /**
+   * A port a replica keeps across its restarts: below the ephemeral range, outside the cluster's run of join ports and
+   * none of the others {@code taken} here. One
+   * from the ephemeral range was taken while its replica was down (an outgoing connection's local port: a chaos smoke's
+   * replica could not listen on its {@code server.health_port}, 2026-12-06).
+   */
+  private static int keptPort(int clusterPort, java.util.Set<Integer> taken) {
+    while (true) {
+      int port = FreePort.runBelowEphemeral(1);
+      if ((port < clusterPort || port >= clusterPort + JOIN_PORTS) && taken.add(port)) return port;
+    }
   }
 
   /** The ports a member without a port in {@code cluster.members} is looked for on: {@code cluster.port} and the 9 after. */
