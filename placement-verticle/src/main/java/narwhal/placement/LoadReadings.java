@@ -37,9 +37,9 @@ import java.util.function.Supplier;
  * Engine load for placement (docs/operations.md#placement), one view for the whole cluster, read once per interval
  * for all of it: each engine is owned by one live router replica, the first in the engine's rendezvous order over the
  * replicas (re-balanced as they come and go), which reads its {@code /metrics} when the reading is due and publishes
- * what it read in one message a round (a slow engine's answer in a later one: {@link #SHARE_WITHIN_MS}; {@link Addresses#PLACEMENT_LOADS}) and to the shared map
- * {@code narwhal.engine-load} (read whole only when a replica starts); the next in that order take over an engine
- * whose reading is overdue by half an interval each (a frozen, gone or cut-off owner). Every replica looks at its
+ * what it read in one message a round ({@link Addresses#PLACEMENT_LOADS}; a slow engine's answer in a later one:
+ * {@link #SHARE_WITHIN_MS}) and to the shared map {@code narwhal.engine-load} (read whole only when a replica starts);
+ * the next in that order take over an engine whose reading is overdue by half an interval each (a frozen, gone or cut-off owner). Every replica looks at its
  * engines every half interval, on the wall clock's multiples of it (the replicas' looks fall together), so an engine
  * whose owner went quiet is read again at most about 1.5 intervals after its last reading (two with clocks half an
  * interval apart). No lock and no read of the whole map
@@ -69,9 +69,6 @@ final class LoadReadings {
   static final long SHARE_WITHIN_MS = 50;
   /** The key a round touches to learn whether the shared map answers (one operation, not a read of the whole map). */
   private static final String TOUCH = "_touch";
-  /** {@code /metrics} reads a replica has under way at most, each holding its place 100 ms at most ({@link ReadQueue}). */
-  static final int READS_AT_ONCE = 32;
-  static final long READ_HOLDS_MS = 100;
   /** More readings than engines a fleet file may list are no replica's round. */
   private static final int MAX_READINGS_PER_MESSAGE = 100_000;
 
@@ -87,6 +84,7 @@ final class LoadReadings {
   private final Map<String, Counter> reads = new HashMap<>();
   /** Engines this replica is reading now (a slow engine is not read twice at once). */
   private final java.util.Set<String> inFlight = new java.util.HashSet<>();
+  /** The {@code /metrics} reads: a bounded number under way ({@link ReadQueue}). */
   private final ReadQueue queue;
   /** Engines whose newer shared reading this replica is taking now, having heard a count against it. */
   private final java.util.Set<String> catchingUp = new java.util.HashSet<>();
@@ -129,7 +127,7 @@ final class LoadReadings {
     this.replica = replica;
     this.apiKey = apiKey;
     this.registry = registry;
-    this.queue = new ReadQueue(vertx, READS_AT_ONCE, READ_HOLDS_MS);
+    this.queue = ReadQueue.forEngineReads(vertx);
     this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
         .setConnectTimeout(1_000));
     NarwhalConfig cfg = config.get();
@@ -243,9 +241,9 @@ final class LoadReadings {
 
   /**
    * A reading this replica took, shared with the others as soon as none of its reads is under way, and within
-   * {@link #SHARE_WITHIN_MS} at the latest: a round's readings go out together, but one slow engine (up to {@code metrics_timeout_s}) does not hold the others' back. Held back until
-   * the slowest answered, they reached the backups after their next round, which read those engines beside their
-   * owner (fleet-scale at 64 engines, busy: 32 reads of one engine in 30 intervals).
+   * {@link #SHARE_WITHIN_MS} at the latest: a round's readings go out together, but one slow engine (up to
+   * {@code metrics_timeout_s}) does not hold the others' back. Held back until the slowest answered, they reached the
+   * backups after their next round, which read those engines beside their owner.
    */
   private void taken(EngineLoad reading) {
     table.applyLoad(reading);

@@ -41,11 +41,9 @@ import java.util.function.Supplier;
 final class ModelListings {
   /** Models an engine's listing holds at most (its base model and LoRA adapters); a longer one is not taken. */
   static final int MAX_CARDS = 4_096;
-  /** {@code /v1/models} reads a replica has under way at most, each holding its place 100 ms at most ({@link ReadQueue}). */
-  static final int READS_AT_ONCE = 32;
-  static final long READ_HOLDS_MS = 100;
-  private final ReadQueue queue;
   private final Vertx vertx;
+  /** The {@code /v1/models} reads: a bounded number under way ({@link ReadQueue}). */
+  private final ReadQueue queue;
   private final Supplier<NarwhalConfig> config;
   private final PlacementTable table;
   private final Supplier<String> apiKey;
@@ -66,7 +64,7 @@ final class ModelListings {
     this.table = table;
     this.apiKey = apiKey;
     this.replica = replica;
-    this.queue = new ReadQueue(vertx, READS_AT_ONCE, READ_HOLDS_MS);
+    this.queue = ReadQueue.forEngineReads(vertx);
     this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
         .setConnectTimeout(1_000));
     this.shared = vertx.eventBus().consumer(Addresses.PLACEMENT_LISTINGS,

@@ -6,7 +6,6 @@ import io.vertx.core.Vertx;
 
 import java.util.ArrayDeque;
 import java.util.Queue;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 
 /**
@@ -20,12 +19,21 @@ import java.util.function.Supplier;
  * (use it from one context): not thread-safe.
  */
 final class ReadQueue {
+  /** Engine reads ({@code /metrics}, {@code /v1/models}) a replica has under way at most, of each kind. */
+  static final int ENGINE_READS_AT_ONCE = 32;
+  /** How long an engine read holds its place at most. */
+  static final long ENGINE_READ_HOLD_MS = 100;
   private final Vertx vertx;
   private final int limit;
   private final long holdMs;
   private final Queue<Runnable> waiting = new ArrayDeque<>();
   private int holding;
   private boolean draining;
+
+  /** A queue of engine reads: {@value #ENGINE_READS_AT_ONCE} under way, each holding its place {@value #ENGINE_READ_HOLD_MS} ms at most. */
+  static ReadQueue forEngineReads(Vertx vertx) {
+    return new ReadQueue(vertx, ENGINE_READS_AT_ONCE, ENGINE_READ_HOLD_MS);
+  }
 
   ReadQueue(Vertx vertx, int limit, long holdMs) {
     if (limit < 1) throw new IllegalArgumentException("limit must be at least 1: " + limit);
@@ -40,9 +48,10 @@ final class ReadQueue {
     Promise<T> outcome = Promise.promise();
     waiting.add(() -> {
       holding++;
-      AtomicBoolean held = new AtomicBoolean(true);
+      boolean[] held = {true};
       Runnable release = () -> {
-        if (held.compareAndSet(true, false)) {
+        if (held[0]) {
+          held[0] = false;
           holding--;
           drain();
         }

@@ -134,7 +134,7 @@ public final class FleetScaleScenario implements Scenario {
             + "every engine's reads (the simulator's /sim/stats reads) over " + phases.idleS() + " s")
         .layout("idle, JIT settled: still no traffic; then, in slices of " + phases.jitSliceS() + " s for at most " + phases.jitMaxS()
             + " s, until each replica's JIT compiler threads used at most " + Fmt.percent(IDLE_JIT_QUIET_SHARE, 0)
-            + " of its CPU over a slice, and each replica's CPU over " + phases.idleS() + " s more (P10's verdict)")
+            + " of its CPU over a slice, and each replica's CPU over " + phases.idleS() + " s more")
         .layout("busy: " + phases.streams() + " closed-loop streaming clients spread over the 3 replicas, " + phases.busyWarmS()
             + " s then " + phases.busyS() + " s measured")
         .layout("idle after serving: " + phases.quietS() + " s after the busy phase (the engines' readings back to the idle cadence), "
