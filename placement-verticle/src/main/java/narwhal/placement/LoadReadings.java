@@ -158,7 +158,7 @@ final class LoadReadings {
       long every = Math.min(SENT_EXCHANGE_MS, placement.metricsIntervalMs());
       sentTimer = vertx.setPeriodic(every, t -> exchangeSent(config.get().placement().metricsIntervalMs()));
     }
-    takeShared().onComplete(taken -> round());
+    takeShared().onComplete(taken -> round(System.currentTimeMillis()));
   }
 
   /**
@@ -172,7 +172,7 @@ final class LoadReadings {
     long next = ((now + half / 4) / half + 1) * half;
     timer = vertx.setTimer(Math.max(1, next - now), t -> {
       tick();
-      round();
+      round(Math.min(next, System.currentTimeMillis()));
     });
   }
 
@@ -201,11 +201,14 @@ final class LoadReadings {
    * out of reach) it reads every engine whose reading is due itself. A guarded touch of the shared map, at most once an
    * interval and never awaited by the reads, tells which view holds: a touch that hangs on a killed or frozen member
    * (until the shared-state timeout) delays no reading.
+   * <p>Ages count to the round's instant on the clock ({@code now}), not to when the loop ran it: an owner and its
+   * backups then judge a reading at the same instants, and a backup's round run late does not read an engine its owner
+   * reads in that same round (an answer a quarter interval late made the owner skip a round and a late backup round
+   * read it beside the owner's next one).
    */
-  private void round() {
+  private void round(long now) {
     List<EngineConfig> engines = config.get().engines();
     long interval = config.get().placement().metricsIntervalMs();
-    long now = System.currentTimeMillis();
     touch(now, interval);
     if (!view().equals("cluster")) {
       for (EngineConfig e : engines) {

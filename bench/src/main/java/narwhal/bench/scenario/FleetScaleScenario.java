@@ -10,6 +10,7 @@ import narwhal.bench.load.HttpWork;
 import narwhal.bench.load.LoadGenerator;
 import narwhal.bench.load.RunStats;
 import narwhal.bench.probe.EngineReads;
+import narwhal.bench.probe.ReplicaReads;
 import narwhal.bench.probe.JitWarmup;
 import narwhal.bench.probe.JvmProbe;
 import narwhal.bench.process.ClusterReplicas;
@@ -99,6 +100,8 @@ public final class FleetScaleScenario implements Scenario {
     Map<String, EngineReads.Rate> idleReads;
     double busyS = Double.NaN;
     Map<String, EngineReads.Rate> busyReads;
+    /** The most read engine's busy readings as each replica counted them, "A / B / C". */
+    String busiestByReplica = "?";
     RunStats busy;
     String failure;
 
@@ -289,21 +292,25 @@ public final class FleetScaleScenario implements Scenario {
     List<HttpWork> clients = cluster.clients();
     AtomicInteger next = new AtomicInteger();
     EngineReads[] sweeps = new EngineReads[2];
+    ReplicaReads[] counted = new ReplicaReads[2];
     run.busy = load.closedLoop(run.engines + " engines busy", phases.streams(), phases.busyWarmS(), phases.busyS(), 30,
         () -> clients.get(Math.floorMod(next.getAndIncrement(), clients.size())).post("/v1/completions", body, true, 30_000),
         new LoadGenerator.Window() {
           @Override
           public void opened() {
             sweeps[0] = EngineReads.sweep(load, statsClient, sim);
+            counted[0] = ReplicaReads.scrape(clients);
           }
 
           @Override
           public void closed() {
             sweeps[1] = EngineReads.sweep(load, statsClient, sim);
+            counted[1] = ReplicaReads.scrape(clients);
           }
         });
     run.busyS = sweeps[1].secondsSince(sweeps[0]);
     run.busyReads = sweeps[1].since(sweeps[0]);
+    run.busiestByReplica = counted[1].since(counted[0], run.busyReads.get("metrics").busiest());
   }
 
   private static void tables(BenchReport report, List<FleetRun> runs, Phases phases) {
@@ -323,7 +330,7 @@ public final class FleetScaleScenario implements Scenario {
         "/v1/models mean", "/v1/models max", "window s");
     ResultTable busy = new ResultTable("busy: " + phases.streams() + " streaming clients over the 3 replicas; /metrics reads each "
         + "engine received from the 3 together", "engines", "ok", "failed", "req/s", "TTFT p50 ms", "/metrics mean /s", "/metrics max /s",
-        "most reads of one engine", "allowed (one per " + Fmt.num(METRICS_INTERVAL_S, 0) + " s, +1)", "window s");
+        "most reads of one engine", "its readings by A / B / C", "allowed (one per " + Fmt.num(METRICS_INTERVAL_S, 0) + " s, +1)", "window s");
     for (FleetRun r : runs) {
       ready.row(r.engines, ms(r.readyMs[0]), ms(r.readyMs[1]), ms(r.readyMs[2]), r.failure == null ? "" : r.failure);
       idle.row(r.engines, pct(r.idle.cores()[0]), pct(r.idle.cores()[1]), pct(r.idle.cores()[2]), pct(r.idle.mostJit()), pct(r.simCores));
@@ -338,7 +345,7 @@ public final class FleetScaleScenario implements Scenario {
       if (r.busyReads != null) {
         EngineReads.Rate m = r.busyReads.get("metrics");
         busy.row(r.engines, r.busy.ok(), r.busy.errors(), Fmt.rate(r.busy.rps()), Fmt.pct(r.busy.firstToken(), 50), Fmt.num(m.mean(), 3),
-            Fmt.num(m.max(), 3), m.maxCount() + " (" + m.busiest() + ")", allowed(r.busyS), Fmt.num(r.busyS, 1));
+            Fmt.num(m.max(), 3), m.maxCount() + " (" + m.busiest() + ")", r.busiestByReplica, allowed(r.busyS), Fmt.num(r.busyS, 1));
         r.busy.errorSamples().forEach(s -> report.note(r.engines + " engines, busy: " + s));
       }
     }
