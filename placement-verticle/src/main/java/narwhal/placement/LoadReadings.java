@@ -111,7 +111,13 @@ final class LoadReadings {
   private List<String> rankedOver = List.of();
   private final Map<String, Integer> ranks = new HashMap<>();
 
+  /** Engines whose slowed reading a leg made due, with that reading's time and the round this replica first saw it so. */
+  private final Map<String, Woken> woken = new HashMap<>();
+
   private record Heard(long atMs, Map<String, LegsSent.Count> engines) {
+  }
+
+  private record Woken(long readAtMs, long atMs) {
   }
   private volatile boolean clusterView = true;
   /** Run when the view goes from {@code local} back to {@code cluster}: the replica may have missed the prefix exchange. */
@@ -226,13 +232,18 @@ final class LoadReadings {
       ranks.clear();
       rankedOver = List.copyOf(members);
     }
-    if (!unreadSince.isEmpty()) unreadSince.keySet().retainAll(engines.stream().map(EngineConfig::iid).collect(java.util.stream.Collectors.toSet()));
+    if (!unreadSince.isEmpty() || !woken.isEmpty()) {
+      java.util.Set<String> listed = engines.stream().map(EngineConfig::iid).collect(java.util.stream.Collectors.toSet());
+      unreadSince.keySet().retainAll(listed);
+      woken.keySet().retainAll(listed);
+    }
     long half = interval / 2;
     for (EngineConfig engine : engines) {
       EngineLoad known = table.load(engine.iid());
       long age = known == null ? now - unreadSince.computeIfAbsent(engine.iid(), k -> now) : now - known.readAtMs();
       int rank = ranks.computeIfAbsent(engine.iid(), iid -> Rendezvous.rank(iid, members, self));
       long wait = (known == null ? 0 : due(known)) + rank * half;
+      if (age >= wait && rank > 0 && known != null && ownersTurn(engine.iid(), known, age, rank, now, half)) continue;
       if (age >= wait && inFlight.add(engine.iid())) {
         queue.submit(() -> read(engine)).map(reading -> idleSince(known, reading)).onComplete(done -> {
           inFlight.remove(engine.iid());
@@ -240,6 +251,28 @@ final class LoadReadings {
         });
       }
     }
+  }
+
+  /**
+   * Whether a backup leaves an engine to its owner one round more: the engine idled (its reading slowed) and a leg made
+   * its reading due before its slowed cadence would have. Every replica that knows of the leg finds the reading far
+   * past the interval at once, so each of them read it in the same round as the owner (the busy phase of
+   * {@code bench fleet-scale}: a producer's readings split 19 / 7 / 3 between its owner and both backups). The owner
+   * hears of another replica's leg within an exchange ({@link #SENT_EXCHANGE_MS}), so it reads the engine in the round
+   * this backup first saw the leg or in the next; the backup waits its rank's half intervals from the round after that.
+   */
+  private boolean ownersTurn(String iid, EngineLoad known, long age, int rank, long now, long half) {
+    long slowed = config.get().placement().readingIntervalMs(known.idleReadings()) - config.get().placement().metricsIntervalMs() / 4;
+    if (known.idleReadings() == 0 || age >= slowed + rank * half) {
+      woken.remove(iid);
+      return false;
+    }
+    Woken seen = woken.get(iid);
+    if (seen == null || seen.readAtMs() != known.readAtMs()) {
+      woken.put(iid, new Woken(known.readAtMs(), now));
+      return true;
+    }
+    return now - seen.atMs() < (rank + 1) * half;
   }
 
   /**

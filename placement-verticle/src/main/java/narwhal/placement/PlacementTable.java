@@ -79,6 +79,13 @@ final class PlacementTable {
      */
     int sent;
     int othersSent;
+    /**
+     * Whether this replica placed a leg on the engine since {@link #load} was applied, ended or not: an idle engine's
+     * slowed reading is due again at once, and the owner must hear so even of a leg that ended before the exchange.
+     */
+    boolean legSinceReading;
+    /** Whether another replica counted a leg (ended or not) against the reading this replica holds. */
+    boolean othersLegs;
     /** When this replica last placed a leg on the engine (its clock), 0 for never. */
     long lastLegAtMs;
     /** This replica's legs on the engine when {@link #load} was applied: the reading's share that is this replica's. */
@@ -97,6 +104,8 @@ final class PlacementTable {
       queuedBefore = 0;
       sent = 0;
       othersSent = 0;
+      legSinceReading = false;
+      othersLegs = false;
     }
 
     boolean serves(String model) {
@@ -114,7 +123,7 @@ final class PlacementTable {
     this.settings = PlacementConfig.defaults().withPolicy(PlacementConfig.LEAST_RESERVED);
   }
 
-  /** @param clockMs wall clock of the readings (epoch ms): a reading older than three intervals is stale */
+  /** @param clockMs wall clock of the readings (epoch ms): a reading long past its cadence is stale ({@link #stale}) */
   PlacementTable(List<EngineConfig> engines, java.util.function.LongSupplier clockMs) {
     this.clockMs = clockMs;
     setEngines(engines);
@@ -175,14 +184,13 @@ final class PlacementTable {
    * ({@link narwhal.common.bus.LocalPlacement#room}): saturated when every serving engine of a phase that serves it had
    * {@code queueMax} queued by its last two readings (one reading can catch a queue full for a moment); room, per phase
    * the sum of {@code queueMax - queued} (at least 0), the smaller phase's.
-   * An engine whose reading failed, is stale (older than three intervals) or missing leaves its phase unbounded.
+   * An engine whose reading failed, is stale ({@link #stale}) or missing leaves its phase unbounded.
    */
   synchronized narwhal.common.bus.LocalPlacement.Room room(String model, int queueMax) {
     if (queueMax <= 0) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
     long now = clockMs.getAsLong();
-    long stale = 3 * settings.metricsIntervalMs();
-    PhaseRoom prefill = phaseRoom(Phase.PREFILL, model, queueMax, now, stale);
-    PhaseRoom decode = phaseRoom(Phase.DECODE, model, queueMax, now, stale);
+    PhaseRoom prefill = phaseRoom(Phase.PREFILL, model, queueMax, now);
+    PhaseRoom decode = phaseRoom(Phase.DECODE, model, queueMax, now);
     long starts = Math.min(prefill.starts(), decode.starts());
     if (starts >= Integer.MAX_VALUE) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
     return new narwhal.common.bus.LocalPlacement.Room(prefill.saturated() || decode.saturated(), (int) starts,
@@ -195,7 +203,7 @@ final class PlacementTable {
     static final PhaseRoom UNBOUNDED = new PhaseRoom(Integer.MAX_VALUE, false, Long.MAX_VALUE);
   }
 
-  private PhaseRoom phaseRoom(Phase phase, String model, int queueMax, long now, long stale) {
+  private PhaseRoom phaseRoom(Phase phase, String model, int queueMax, long now) {
     long room = 0;
     boolean any = false;
     boolean saturated = true;
@@ -203,7 +211,7 @@ final class PlacementTable {
     for (Slot s : slots.values()) {
       if (s.state != EngineState.SERVING || !permits(s.engine.role(), phase) || !s.serves(model)) continue;
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || now - r.readAtMs() > stale) return PhaseRoom.UNBOUNDED;
+      if (r == null || !r.ok() || stale(r, now)) return PhaseRoom.UNBOUNDED;
       any = true;
       saturated &= Math.min(r.queued(), s.queuedBefore) >= queueMax;
       room += (long) Math.max(0, queueMax - r.queued());
@@ -212,35 +220,52 @@ final class PlacementTable {
     return any ? new PhaseRoom(room, saturated, oldest) : PhaseRoom.UNBOUNDED;
   }
 
+  /**
+   * Whether a reading is too old to place by: two intervals past when it was due on its own cadence (three intervals
+   * for a busy engine). An idle engine's reading is due again only on its slowed cadence (up to
+   * {@code idle_metrics_interval_s}): judged by the interval alone, an idle engine was stale most of the time and
+   * placed as busier than the busiest, the opposite of what it is; a leg placed on it gets it read again at once.
+   */
+  private boolean stale(EngineLoad r, long now) {
+    return now - r.readAtMs() > settings.readingIntervalMs(r.idleReadings()) + 2 * settings.metricsIntervalMs();
+  }
+
   /** A reading of an engine's load; a newer one restarts the count of legs sent since. */
   synchronized void applyLoad(EngineLoad reading) {
     Slot slot = slots.get(reading.iid());
     if (slot == null || slot.load != null && reading.readAtMs() <= slot.load.readAtMs()) return;
     slot.queuedBefore = slot.load != null && slot.load.ok() ? slot.load.queued() : 0;
     slot.load = reading;
-    if (slot.sent > 0) sentVersion++;
+    if (slot.sent > 0 || slot.legSinceReading) sentVersion++;
     slot.sent = 0;
     slot.othersSent = 0;
+    slot.legSinceReading = false;
+    slot.othersLegs = false;
     slot.ownAtReading = slot.reserved[Phase.PREFILL.ordinal()] + slot.reserved[Phase.DECODE.ordinal()];
   }
 
   /**
    * Whether a leg went to the engine at or after {@code atMs}: placed by this replica then (by its clock), or counted
-   * by another replica against the reading this replica holds.
+   * by another replica against the reading this replica holds (a leg that ended since included).
    */
   synchronized boolean legSince(String iid, long atMs) {
     Slot slot = slots.get(iid);
-    return slot != null && (slot.lastLegAtMs >= atMs || slot.othersSent > 0);
+    return slot != null && (slot.lastLegAtMs >= atMs || slot.othersSent > 0 || slot.othersLegs);
   }
 
   /** The other replicas' legs sent since each engine's reading, per replica ({@link LegsSent#engines()}). */
   synchronized void applyOthersSent(List<Map<String, LegsSent.Count>> others) {
     for (Slot slot : slots.values()) {
       long sum = 0;
+      boolean any = false;
       for (Map<String, LegsSent.Count> other : others) {
         LegsSent.Count count = other.get(slot.engine.iid());
-        if (count != null && count.readingMs() == readingMs(slot)) sum += count.sent();
+        if (count != null && count.readingMs() == readingMs(slot)) {
+          sum += count.sent();
+          any = true;
+        }
       }
+      slot.othersLegs = any;
       // each count is an int of at least 0; their sum saturates (wrapped, it made the engine the idlest of all)
       slot.othersSent = (int) Math.min(Integer.MAX_VALUE, sum);
     }
@@ -256,21 +281,22 @@ final class PlacementTable {
     return slot.load == null ? 0 : slot.load.readAtMs();
   }
 
-  /**
-   * This replica's legs sent to each engine since its reading, as the other replicas take them: only the engines it sent
-   * legs to. A count of 0 adds nothing to another replica's sum, and leaving it out keeps the message of an idle replica
-   * empty, and unchanged while readings come in (with every engine listed, each new reading changed the message, and
-   * 1,000 idle engines made each replica publish all 1,000 counts ten times a second).
-   */
   /** Changes whenever {@link #sentSinceReadings} may have (see {@link #sentVersion}). */
   synchronized long sentVersion() {
     return sentVersion;
   }
 
+  /**
+   * This replica's legs sent to each engine since its reading, as the other replicas take them: only the engines it sent
+   * legs to since the reading. Leaving the others out keeps the message of an idle replica empty, and unchanged while
+   * readings come in (with every engine listed, each new reading changed the message, and 1,000 idle engines made each
+   * replica publish all 1,000 counts ten times a second). A count of 0 (its legs there ended) adds nothing to another
+   * replica's sum but tells the engine's owner that it got work: its slowed reading is due again.
+   */
   synchronized Map<String, LegsSent.Count> sentSinceReadings() {
     Map<String, LegsSent.Count> out = new HashMap<>();
     for (Slot slot : slots.values()) {
-      if (slot.sent > 0) out.put(slot.engine.iid(), new LegsSent.Count(readingMs(slot), slot.sent));
+      if (slot.sent > 0 || slot.legSinceReading) out.put(slot.engine.iid(), new LegsSent.Count(readingMs(slot), slot.sent));
     }
     return out;
   }
@@ -367,6 +393,7 @@ final class PlacementTable {
     if (prefix != null) prefixes.placed(prefix, chosen.engine.iid());
     chosen.reserved[phase.ordinal()]++;
     chosen.sent++;
+    chosen.legSinceReading = true;
     sentVersion++;
     chosen.lastLegAtMs = clockMs.getAsLong();
     if (local) reason = Reservation.LOCAL;
@@ -506,13 +533,12 @@ final class PlacementTable {
    */
   private double[] scores(List<Slot> candidates, Phase phase) {
     long now = clockMs.getAsLong();
-    long stale = 3 * settings.metricsIntervalMs();
     double[] scores = new double[candidates.size()];
     double busiest = -1;
     for (int i = 0; i < scores.length; i++) {
       Slot s = candidates.get(i);
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || now - r.readAtMs() > stale) {
+      if (r == null || !r.ok() || stale(r, now)) {
         scores[i] = Double.NaN;
         continue;
       }

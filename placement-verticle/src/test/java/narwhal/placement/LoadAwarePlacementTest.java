@@ -57,6 +57,21 @@ class LoadAwarePlacementTest {
   }
 
   @Test
+  void anIdleEnginesSlowedReadingIsNoStaleReadingUntilItsOwnCadenceIsLongPast() {
+    // interval 1 s, idle engines read down to every 8 s: D1's third idle reading in a row is due 8 s after it was taken
+    PlacementTable t = new PlacementTable(FLEET, now::get);
+    t.configure(PlacementConfig.defaults().withPolicy(PlacementConfig.LOAD), 3);
+    t.applyLoad(reading("D1", 0, 0, 0).afterIdle(3));
+    now.addAndGet(5_000);
+    t.applyLoad(reading("D0", 3, 0, 0.1));
+    assertEquals("D1", place(t, Phase.DECODE, null), "D1 idles on its slowed cadence, 5 s into 8: the idlest engine, not "
+        + "a stale one weighed above the busiest (fails: a reading older than three intervals was stale whatever its cadence)");
+    now.addAndGet(6_000);
+    t.applyLoad(reading("D0", 3, 0, 0.1));
+    assertEquals("D0", place(t, Phase.DECODE, null), "11 s into D1's 8 s cadence its reading is stale: the read engine goes first");
+  }
+
+  @Test
   void thisReplicasLegsThatEndedSinceTheReadingAreNoLoad() {
     PlacementTable t = table(PlacementConfig.LOAD);
     t.applyLoad(reading("D0", 0, 0, 0));
