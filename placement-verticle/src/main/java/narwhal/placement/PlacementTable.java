@@ -160,6 +160,12 @@ final class PlacementTable {
     slots.putAll(kept);
   }
 
+  /** Whether the fleet lists {@code engine} as it is: this iid at this url, role and model (not removed, not re-pointed). */
+  synchronized boolean lists(EngineConfig engine) {
+    Slot slot = slots.get(engine.iid());
+    return slot != null && engine.equals(slot.engine);
+  }
+
   public synchronized void setState(String iid, EngineState state) {
     Slot slot = slots.get(iid);
     if (slot != null) slot.state = state;
