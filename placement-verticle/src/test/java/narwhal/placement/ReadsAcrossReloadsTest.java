@@ -81,9 +81,12 @@ class ReadsAcrossReloadsTest {
       return text.toString();
     }
 
+    /** A {@code /v1/models} answer instead of {@code /metrics}'s, when set. */
+    volatile String listing;
+
     /** Answers every held request with the figures of now. */
     synchronized void release() {
-      String body = body();
+      String body = listing != null ? listing : body();
       held.forEach(r -> r.response().end(body));
       held.clear();
     }
@@ -264,6 +267,69 @@ class ReadsAcrossReloadsTest {
         readings.stop();
         ctx.completeNow();
       })));
+    })));
+  }
+
+  /** An engine's {@code /v1/models} listing {@code adapter} beside the model: at once, or held until released. */
+  private Future<MetricsEngine> lister(String adapter, boolean hold) {
+    MetricsEngine engine = new MetricsEngine(0, hold);
+    String body = new JsonObject().put("object", "list").put("data", new JsonArray()
+        .add(new JsonObject().put("id", "m").put("object", "model"))
+        .add(new JsonObject().put("id", adapter).put("object", "model").put("parent", "m"))).encode();
+    return engines.createHttpServer().requestHandler(request -> {
+      synchronized (engine) {
+        engine.asked.incrementAndGet();
+        if (engine.hold) engine.held.add(request);
+        else request.response().end(body);
+      }
+    }).listen(0, "127.0.0.1").map(server -> {
+      engine.server = server;
+      engine.listing = body;
+      return engine;
+    });
+  }
+
+  @Test
+  void aListingBegunBeforeAReloadIsNotTheListingOfTheEngineItRepointed(Vertx vertx, VertxTestContext ctx) {
+    // D1 moves from A (serving old-adapter) to B (serving new-adapter) while A's /v1/models is being read. Taken as D1's
+    // listing, A's answer sent requests naming old-adapter to B, which does not serve it, and B's own listing waited for
+    // the next refresh (the old read held D1's place).
+    JsonObject placement = new JsonObject().put("policy", "load").put("models_refresh_s", 1);
+    vertx.runOnContext(v -> Future.all(lister("p-adapter", false), lister("old-adapter", true), lister("new-adapter", false)).onComplete(ctx.succeeding(all -> {
+      MetricsEngine p0 = all.resultAt(0);
+      MetricsEngine a = all.resultAt(1);
+      MetricsEngine b = all.resultAt(2);
+      NarwhalConfig before = config(placement, "P0", p0.url(), "prefill", "D1", a.url(), "decode");
+      NarwhalConfig after = config(placement, "P0", p0.url(), "prefill", "D1", b.url(), "decode");
+      AtomicReference<NarwhalConfig> current = new AtomicReference<>(before);
+      PlacementTable table = new PlacementTable(before.engines(), System::currentTimeMillis);
+      table.configure(before.placement(), before.recovery().ejectAfter());
+      ModelListings listings = new ModelListings(vertx, current::get, table, () -> "", REPLICA);
+      listings.arm();
+      java.util.concurrent.atomic.AtomicBoolean oldSeen = new java.util.concurrent.atomic.AtomicBoolean();
+      AtomicInteger bAsked = new AtomicInteger();
+      until(vertx, () -> a.heldCount() == 1)
+          .compose(x -> {
+            current.set(after);
+            table.setEngines(after.engines());
+            listings.arm();
+            a.release();
+            vertx.setPeriodic(0, 5, id -> {
+              if (table.knows("old-adapter")) oldSeen.set(true);
+            });
+            return until(vertx, () -> table.knows("new-adapter"));
+          })
+          .compose(x -> {
+            bAsked.set(b.asked.get());
+            // B's next listing, asked after A's answer went out
+            return until(vertx, () -> b.asked.get() > bAsked.get() + 1);
+          })
+          .onComplete(ctx.succeeding(x -> ctx.verify(() -> {
+            assertFalse(oldSeen.get(), "D1's old address's listing was never taken for its new entry");
+            assertTrue(table.knows("new-adapter"));
+            listings.stop();
+            ctx.completeNow();
+          })));
     })));
   }
 }
