@@ -114,7 +114,7 @@ final class PlacementTable {
     this.settings = PlacementConfig.defaults().withPolicy(PlacementConfig.LEAST_RESERVED);
   }
 
-  /** @param clockMs wall clock of the readings (epoch ms): a reading older than three intervals is stale */
+  /** @param clockMs wall clock of the readings (epoch ms): a reading older than its cadence and two intervals more is stale */
   PlacementTable(List<EngineConfig> engines, java.util.function.LongSupplier clockMs) {
     this.clockMs = clockMs;
     setEngines(engines);
@@ -181,14 +181,13 @@ final class PlacementTable {
    * ({@link narwhal.common.bus.LocalPlacement#room}): saturated when every serving engine of a phase that serves it had
    * {@code queueMax} queued by its last two readings (one reading can catch a queue full for a moment); room, per phase
    * the sum of {@code queueMax - queued} (at least 0), the smaller phase's.
-   * An engine whose reading failed, is stale (older than three intervals) or missing leaves its phase unbounded.
+   * An engine whose reading failed, is stale (older than its cadence and two intervals more) or missing leaves its phase unbounded.
    */
   synchronized narwhal.common.bus.LocalPlacement.Room room(String model, int queueMax) {
     if (queueMax <= 0) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
     long now = clockMs.getAsLong();
-    long stale = 3 * settings.metricsIntervalMs();
-    PhaseRoom prefill = phaseRoom(Phase.PREFILL, model, queueMax, now, stale);
-    PhaseRoom decode = phaseRoom(Phase.DECODE, model, queueMax, now, stale);
+    PhaseRoom prefill = phaseRoom(Phase.PREFILL, model, queueMax, now);
+    PhaseRoom decode = phaseRoom(Phase.DECODE, model, queueMax, now);
     long starts = Math.min(prefill.starts(), decode.starts());
     if (starts >= Integer.MAX_VALUE) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
     return new narwhal.common.bus.LocalPlacement.Room(prefill.saturated() || decode.saturated(), (int) starts,
@@ -201,7 +200,7 @@ final class PlacementTable {
     static final PhaseRoom UNBOUNDED = new PhaseRoom(Integer.MAX_VALUE, false, Long.MAX_VALUE);
   }
 
-  private PhaseRoom phaseRoom(Phase phase, String model, int queueMax, long now, long stale) {
+  private PhaseRoom phaseRoom(Phase phase, String model, int queueMax, long now) {
     long room = 0;
     boolean any = false;
     boolean saturated = true;
@@ -209,7 +208,7 @@ final class PlacementTable {
     for (Slot s : slots.values()) {
       if (s.state != EngineState.SERVING || !permits(s.engine.role(), phase) || !s.serves(model)) continue;
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || now - r.readAtMs() > stale) return PhaseRoom.UNBOUNDED;
+      if (!fresh(r, now)) return PhaseRoom.UNBOUNDED;
       any = true;
       saturated &= Math.min(r.queued(), s.queuedBefore) >= queueMax;
       room += (long) Math.max(0, queueMax - r.queued());
@@ -512,13 +511,12 @@ final class PlacementTable {
    */
   private double[] scores(List<Slot> candidates, Phase phase) {
     long now = clockMs.getAsLong();
-    long stale = 3 * settings.metricsIntervalMs();
     double[] scores = new double[candidates.size()];
     double busiest = -1;
     for (int i = 0; i < scores.length; i++) {
       Slot s = candidates.get(i);
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || now - r.readAtMs() > stale) {
+      if (!fresh(r, now)) {
         scores[i] = Double.NaN;
         continue;
       }
@@ -539,6 +537,16 @@ final class PlacementTable {
       if (streak > 0) scores[i] = (scores[i] + 1) * (1 + 2.0 * streak / ejectAfter) - 1;
     }
     return scores;
+  }
+
+  /**
+   * Whether {@code r} is a reading placement goes by at {@code now}: one that did not fail, at most two intervals older
+   * than the engine's cadence when it was read (the configured interval; an idle engine's slower one). Three configured
+   * intervals for every reading made an idle engine, read every 2 to 8 intervals, unknown — busier than the busiest —
+   * for most of its slower interval: placement sent nothing to the fleet's idle engines between their readings.
+   */
+  private boolean fresh(EngineLoad r, long now) {
+    return r != null && r.ok() && now - r.readAtMs() <= settings.readingIntervalMs(r.idleReadings()) + 2 * settings.metricsIntervalMs();
   }
 
   /**
