@@ -135,7 +135,7 @@ final class ModelListings {
       taken(engine, cards);
       if (share) {
         vertx.eventBus().publish(Addresses.PLACEMENT_LISTINGS, ClusterSeal.of(vertx).seal(Addresses.PLACEMENT_LISTINGS,
-            new JsonObject().put("origin", replica).put("iid", engine.iid()).put("cards", new JsonArray(new ArrayList<>(cards)))));
+            new JsonObject().put("origin", replica).put("iid", engine.iid()).put("url", engine.url()).put("cards", new JsonArray(new ArrayList<>(cards)))));
       }
     }).onComplete(done -> inFlight.remove(engine.iid(), engine));
   }
@@ -146,14 +146,20 @@ final class ModelListings {
     vertx.eventBus().publish(Addresses.PLACEMENT_LISTED, listed(engine, cards));
   }
 
-  /** Another replica's reading of an engine of this fleet: taken as this replica's own, at most {@value #MAX_CARDS} cards. */
+  /**
+   * Another replica's reading of an engine of this fleet at the same {@code url}: taken as this replica's own, at most
+   * {@value #MAX_CARDS} cards. A listing another replica read at another address (it has not applied a reload that
+   * re-pointed the engine yet, or its fleet file differs) is not this engine's: taken, the new entry was sent the old
+   * address's adapters until the next refresh. A message without a url (an older build) is taken.
+   */
   private void heard(JsonObject body) {
     if (body == null || replica.equals(body.getString("origin")) || !(body.getValue("iid") instanceof String iid)
         || !(body.getValue("cards") instanceof JsonArray data) || data.size() > MAX_CARDS) {
       return;
     }
     EngineConfig engine = engine(iid);
-    if (engine != null) taken(engine, cards(data));
+    if (engine == null || body.getValue("url") instanceof String url && !url.equals(engine.url())) return;
+    taken(engine, cards(data));
   }
 
   private static List<JsonObject> cards(JsonArray data) {
