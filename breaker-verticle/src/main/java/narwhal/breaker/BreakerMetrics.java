@@ -29,6 +29,12 @@ final class BreakerMetrics {
    * engines registered at once held a starting replica's loop about 2 s on a cold JVM, ahead of its readiness.
    */
   static final int ENGINES_PER_TURN = 20;
+  /**
+   * The engines the fleet lists (the last {@link #trackInTurns} or {@link #retain}): a check, probe or readmission of an
+   * engine a reload removed while it ran counts nothing when it ends, so the removed engine's series do not come back.
+   * Null before the first: everything counts.
+   */
+  private java.util.Set<String> listed;
   /** Which {@link #trackInTurns} runs: a newer one (a reload) stops the one before. */
   private long tracking;
 
@@ -39,6 +45,7 @@ final class BreakerMetrics {
    * previous one's remaining batches.
    */
   void trackInTurns(Vertx vertx, List<String> iids) {
+    listed = java.util.Set.copyOf(iids);
     trackFrom(vertx, List.copyOf(iids), 0, ++tracking);
   }
 
@@ -74,8 +81,9 @@ final class BreakerMetrics {
 
   /** Keeps the series of the engines listed and drops every other engine's (removed by a reload). */
   void retain(List<String> iids) {
+    listed = java.util.Set.copyOf(iids);
     for (String name : ENGINE_SERIES) {
-      registry.find(name).meters().stream().filter(m -> !iids.contains(m.getId().getTag("iid"))).forEach(registry::remove);
+      registry.find(name).meters().stream().filter(m -> !listed.contains(m.getId().getTag("iid"))).forEach(registry::remove);
     }
   }
 
@@ -110,19 +118,23 @@ final class BreakerMetrics {
   }
 
   void ejected(String iid, String cause) {
-    ejections(iid, cause).increment();
+    if (listed(iid)) ejections(iid, cause).increment();
   }
 
   void probed(String iid, ProbeKind kind, ProbeOutcome outcome) {
-    probes(iid, kind, outcome).increment();
+    if (listed(iid)) probes(iid, kind, outcome).increment();
   }
 
   void readmitted(String iid, String evidence) {
-    readmissions(iid, evidence).increment();
+    if (listed(iid)) readmissions(iid, evidence).increment();
   }
 
   void livenessChecked(String iid, boolean ok) {
-    livenessChecks(iid, ok).increment();
+    if (listed(iid)) livenessChecks(iid, ok).increment();
+  }
+
+  private boolean listed(String iid) {
+    return listed == null || listed.contains(iid);
   }
 
   void adminRefused() {

@@ -74,4 +74,33 @@ class BreakerMetricsTurnsTest {
       }));
     });
   }
+
+  @Test
+  void aCheckThatEndsAfterAReloadRemovedItsEngineBringsNoSeriesBack(Vertx vertx, VertxTestContext ctx) {
+    // a liveness sweep, a probe or a readmission of D1 begun before the reload that removed it (its /health slow to
+    // answer) ends after it: counted as before, its series came back in /metrics, for an engine the fleet no longer has
+    List<EngineConfig> fleet = engines(2);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    BreakerMetrics metrics = new BreakerMetrics(registry, new BreakerBook(fleet, NarwhalConfig.fromJson(new JsonObject()
+        .put("model", "m").put("engines", new JsonArray().add(new JsonObject().put("iid", "x").put("url", "http://h:1")))).recovery(),
+        false, System::currentTimeMillis, "t"));
+    vertx.runOnContext(v -> {
+      metrics.trackInTurns(vertx, List.of("P0", "D1"));
+      metrics.retain(List.of("P0"));
+      metrics.trackInTurns(vertx, List.of("P0"));
+      metrics.livenessChecked("D1", false);
+      metrics.probed("D1", ProbeKind.values()[0], ProbeOutcome.values()[0]);
+      metrics.ejected("D1", "liveness");
+      metrics.readmitted("D1", "health_probe");
+      metrics.livenessChecked("P0", true);
+      ctx.verify(() -> {
+        assertTrue(registry.getMeters().stream().noneMatch(m -> "D1".equals(m.getId().getTag("iid"))),
+            "no series of the removed D1: " + registry.getMeters().stream().filter(m -> "D1".equals(m.getId().getTag("iid")))
+                .map(m -> m.getId().getName()).toList());
+        assertEquals(1.0, registry.find("narwhal.engine.liveness.checks").tags("iid", "P0", "outcome", "ok").counter().count(),
+            "a listed engine's checks count");
+      });
+      ctx.completeNow();
+    });
+  }
 }

@@ -13,9 +13,8 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.shareddata.AsyncMap;
 import io.vertx.core.shareddata.SharedData;
-import io.vertx.ext.web.client.HttpRequest;
-import io.vertx.ext.web.client.WebClient;
-import io.vertx.ext.web.client.WebClientOptions;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientOptions;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.ClockBound;
 import narwhal.common.bus.ClusterSeal;
@@ -30,7 +29,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
@@ -69,6 +67,8 @@ final class LoadReadings {
   static final long SHARE_WITHIN_MS = 50;
   /** The key a round touches to learn whether the shared map answers (one operation, not a read of the whole map). */
   private static final String TOUCH = "_touch";
+  /** How much later than its timeout an answer may be handled, at least, and still be a reading ({@link #read}). */
+  static final long STALE_SLACK_MS = 250;
   /** More readings than engines a fleet file may list are no replica's round. */
   private static final int MAX_READINGS_PER_MESSAGE = 100_000;
 
@@ -78,12 +78,15 @@ final class LoadReadings {
   private final PlacementTable table;
   private final String replica;
   private final Supplier<String> apiKey;
-  private final WebClient web;
+  private final HttpClient http;
   private final CircuitBreaker guard;
   private final MeterRegistry registry;
   private final Map<String, Counter> reads = new HashMap<>();
-  /** Engines this replica is reading now (a slow engine is not read twice at once). */
-  private final java.util.Set<String> inFlight = new java.util.HashSet<>();
+  /**
+   * Engines this replica is reading now, with the entry each read is of (a slow engine is not read twice at once; an
+   * engine a reload re-pointed is read at its new entry at once, not after the old one's read ends).
+   */
+  private final Map<String, EngineConfig> inFlight = new HashMap<>();
   /** The {@code /metrics} reads: a bounded number under way ({@link ReadQueue}). */
   private final ReadQueue queue;
   /** Engines whose newer shared reading this replica is taking now, having heard a count against it. */
@@ -134,8 +137,7 @@ final class LoadReadings {
     this.apiKey = apiKey;
     this.registry = registry;
     this.queue = ReadQueue.forEngineReads(vertx);
-    this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
-        .setConnectTimeout(1_000));
+    this.http = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(1_000));
     NarwhalConfig cfg = config.get();
     this.guard = CircuitBreaker.create("narwhal-placement-loads", vertx, new CircuitBreakerOptions()
         .setTimeout(cfg.cluster().sharedState().operationTimeoutMs()).setMaxFailures(cfg.cluster().sharedState().failureThreshold())
@@ -189,7 +191,7 @@ final class LoadReadings {
     if (sentConsumer != null) sentConsumer.unregister();
     if (loadsConsumer != null) loadsConsumer.unregister();
     guard.close();
-    web.close();
+    http.close();
   }
 
   /** {@code cluster}: readings shared by every replica; {@code local}: the shared state cannot be reached. */
@@ -219,8 +221,11 @@ final class LoadReadings {
     if (!view().equals("cluster")) {
       for (EngineConfig e : engines) {
         EngineLoad known = table.load(e.iid());
-        if ((known == null || now - known.readAtMs() >= due(known)) && inFlight.add(e.iid())) {
-          queue.submit(() -> read(e)).onSuccess(table::applyLoad).onComplete(done -> inFlight.remove(e.iid()));
+        if ((known == null || now - known.readAtMs() >= due(known)) && begin(e)) {
+          queue.submit(() -> read(e)).onComplete(done -> {
+            inFlight.remove(e.iid(), e);
+            if (done.succeeded() && table.lists(e)) table.applyLoad(done.result());
+          });
         }
       }
       return;
@@ -244,13 +249,23 @@ final class LoadReadings {
       int rank = ranks.computeIfAbsent(engine.iid(), iid -> Rendezvous.rank(iid, members, self));
       long wait = (known == null ? 0 : due(known)) + rank * half;
       if (age >= wait && rank > 0 && known != null && ownersTurn(engine.iid(), known, age, rank, now, half)) continue;
-      if (age >= wait && inFlight.add(engine.iid())) {
-        queue.submit(() -> read(engine)).map(reading -> idleSince(known, reading)).onComplete(done -> {
-          inFlight.remove(engine.iid());
-          if (done.succeeded()) taken(done.result());
+      if (age >= wait && begin(engine)) {
+        queue.submit(() -> read(engine)).onComplete(done -> {
+          inFlight.remove(engine.iid(), engine);
+          // a read of an entry a reload removed or re-pointed meanwhile is no reading of what the fleet now lists: taken,
+          // a re-pointed engine carried its old address's figures, and a removed one's reading (in the shared map too)
+          // and read counters came back
+          if (done.succeeded() && table.lists(engine)) taken(idleSince(known, done.result()));
         });
       }
     }
+  }
+
+  /** Marks {@code engine} (this entry of it) as being read; false when a read of that same entry is under way. */
+  private boolean begin(EngineConfig engine) {
+    if (engine.equals(inFlight.get(engine.iid()))) return false;
+    inFlight.put(engine.iid(), engine);
+    return true;
   }
 
   /**
@@ -371,24 +386,31 @@ final class LoadReadings {
     return reading.afterIdle(idle ? before.idleReadings() + 1 : 0);
   }
 
-  /** One {@code GET /metrics}, bounded by {@code placement.metrics_timeout_s}; a failure is a failed reading. */
+  /**
+   * One {@code GET /metrics}, bounded by {@code placement.metrics_timeout_s} and {@link EngineGet#MAX_BYTES}; a failure
+   * is a failed reading. An answer handled longer after its request than the timeout
+   * and a quarter interval (the replica was frozen, or its loop held, while the answer waited) is no reading: its
+   * figures are that old, and stamped with the moment it was handled they would pass for the newest on every replica.
+   */
   Future<EngineLoad> read(EngineConfig engine) {
     long timeout = config.get().placement().metricsTimeoutMs();
+    long late = timeout + Math.max(STALE_SLACK_MS, config.get().placement().metricsIntervalMs() / 4);
+    long asked = System.currentTimeMillis();
     String url = engine.url().endsWith("/") ? engine.url() + "metrics" : engine.url() + "/metrics";
-    HttpRequest<Buffer> request = web.getAbs(url).timeout(timeout);
-    String key = apiKey.get();
-    if (!key.isEmpty()) request.bearerTokenAuthentication(key);
-    return request.send().timeout(timeout, TimeUnit.MILLISECONDS).transform(ar -> {
+    Future<Buffer> body = EngineGet.get(vertx, http, url, "narwhal-placement", apiKey.get(), timeout);
+    return body.transform(ar -> {
       long now = System.currentTimeMillis();
+      if (now - asked > late) return Future.failedFuture("a stale answer: handled " + (now - asked) + " ms after its request");
       EngineLoad reading;
-      if (ar.failed()) {
+      if (ar.failed() && ar.cause() instanceof EngineGet.Status status) {
+        reading = EngineLoad.failed(engine.iid(), now, replica, "/metrics answered HTTP " + status.status);
+      } else if (ar.failed()) {
         reading = EngineLoad.failed(engine.iid(), now, replica, "could not read /metrics: " + ar.cause().getMessage());
-      } else if (ar.result().statusCode() != 200) {
-        reading = EngineLoad.failed(engine.iid(), now, replica, "/metrics answered HTTP " + ar.result().statusCode());
       } else {
-        reading = EngineLoad.parse(engine.iid(), ar.result().bodyAsString(), now, replica);
+        reading = EngineLoad.parse(engine.iid(), ar.result().toString(java.nio.charset.StandardCharsets.UTF_8), now, replica);
       }
-      counter(engine.iid(), reading.ok()).increment();
+      // an engine a reload removed meanwhile: no series of it comes back
+      if (table.lists(engine)) counter(engine.iid(), reading.ok()).increment();
       return Future.succeededFuture(reading);
     });
   }

@@ -7,9 +7,8 @@ import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import io.vertx.ext.web.client.HttpRequest;
-import io.vertx.ext.web.client.WebClient;
-import io.vertx.ext.web.client.WebClientOptions;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientOptions;
 import narwhal.common.bus.Addresses;
 import narwhal.common.bus.ClusterSeal;
 import narwhal.common.bus.ClusterView;
@@ -19,11 +18,8 @@ import narwhal.common.config.NarwhalConfig;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
@@ -47,8 +43,9 @@ final class ModelListings {
   private final Supplier<NarwhalConfig> config;
   private final PlacementTable table;
   private final Supplier<String> apiKey;
-  private final WebClient web;
-  private final Set<String> inFlight = new HashSet<>();
+  private final HttpClient http;
+  /** Engines whose listing is being read, with the entry each read is of. */
+  private final Map<String, EngineConfig> inFlight = new HashMap<>();
   /** The configuration {@link #byIid} indexes (a reload makes a new one). */
   private NarwhalConfig indexed;
   private Map<String, EngineConfig> byIid = Map.of();
@@ -65,8 +62,7 @@ final class ModelListings {
     this.apiKey = apiKey;
     this.replica = replica;
     this.queue = ReadQueue.forEngineReads(vertx);
-    this.web = WebClient.create(vertx, new WebClientOptions().setUserAgent("narwhal-placement").setFollowRedirects(false)
-        .setConnectTimeout(1_000));
+    this.http = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(1_000));
     this.shared = vertx.eventBus().consumer(Addresses.PLACEMENT_LISTINGS,
         msg -> heard(ClusterSeal.of(vertx).open(Addresses.PLACEMENT_LISTINGS, msg.body())));
   }
@@ -81,7 +77,7 @@ final class ModelListings {
   void stop() {
     vertx.cancelTimer(timer);
     shared.unregister();
-    web.close();
+    http.close();
   }
 
   /** The periodic refresh: the engines this replica owns, or takes over from an owner heard of no reading. */
@@ -131,14 +127,17 @@ final class ModelListings {
 
   /** {@code share}: a refresh's reading, published to the other replicas, which then need not read the engine. */
   private void read(EngineConfig engine, boolean share) {
-    if (!inFlight.add(engine.iid())) return;
+    if (engine.equals(inFlight.get(engine.iid()))) return;
+    inFlight.put(engine.iid(), engine);
     queue.submit(() -> fetch(engine)).onSuccess(cards -> {
+      // a listing of an entry a reload removed or re-pointed meanwhile is not the listing of what the fleet now lists
+      if (!table.lists(engine)) return;
       taken(engine, cards);
       if (share) {
         vertx.eventBus().publish(Addresses.PLACEMENT_LISTINGS, ClusterSeal.of(vertx).seal(Addresses.PLACEMENT_LISTINGS,
-            new JsonObject().put("origin", replica).put("iid", engine.iid()).put("cards", new JsonArray(new ArrayList<>(cards)))));
+            new JsonObject().put("origin", replica).put("iid", engine.iid()).put("url", engine.url()).put("cards", new JsonArray(new ArrayList<>(cards)))));
       }
-    }).onComplete(done -> inFlight.remove(engine.iid()));
+    }).onComplete(done -> inFlight.remove(engine.iid(), engine));
   }
 
   private void taken(EngineConfig engine, List<JsonObject> cards) {
@@ -147,14 +146,20 @@ final class ModelListings {
     vertx.eventBus().publish(Addresses.PLACEMENT_LISTED, listed(engine, cards));
   }
 
-  /** Another replica's reading of an engine of this fleet: taken as this replica's own, at most {@value #MAX_CARDS} cards. */
+  /**
+   * Another replica's reading of an engine of this fleet at the same {@code url}: taken as this replica's own, at most
+   * {@value #MAX_CARDS} cards. A listing another replica read at another address (it has not applied a reload that
+   * re-pointed the engine yet, or its fleet file differs) is not this engine's: taken, the new entry was sent the old
+   * address's adapters until the next refresh. A message without a url (an older build) is taken.
+   */
   private void heard(JsonObject body) {
     if (body == null || replica.equals(body.getString("origin")) || !(body.getValue("iid") instanceof String iid)
         || !(body.getValue("cards") instanceof JsonArray data) || data.size() > MAX_CARDS) {
       return;
     }
     EngineConfig engine = engine(iid);
-    if (engine != null) taken(engine, cards(data));
+    if (engine == null || body.getValue("url") instanceof String url && !url.equals(engine.url())) return;
+    taken(engine, cards(data));
   }
 
   private static List<JsonObject> cards(JsonArray data) {
@@ -175,18 +180,17 @@ final class ModelListings {
     return out;
   }
 
-  /** One {@code GET /v1/models}, bounded by {@code engine.health_timeout_s}: the cards of its {@code data}. */
+  /**
+   * One {@code GET /v1/models}, bounded by {@code engine.health_timeout_s} and {@link EngineGet#MAX_BYTES} (the
+   * transfer cut past either): the cards of its {@code data}.
+   */
   private Future<List<JsonObject>> fetch(EngineConfig engine) {
     long timeout = config.get().engine().healthTimeoutMs();
     String url = engine.url().endsWith("/") ? engine.url() + "v1/models" : engine.url() + "/v1/models";
-    HttpRequest<Buffer> request = web.getAbs(url).timeout(timeout);
-    String key = apiKey.get();
-    if (!key.isEmpty()) request.bearerTokenAuthentication(key);
-    return request.send().timeout(timeout, TimeUnit.MILLISECONDS).compose(resp -> {
-      if (resp.statusCode() != 200 || resp.body() == null) return Future.failedFuture("HTTP " + resp.statusCode());
+    return EngineGet.get(vertx, http, url, "narwhal-placement", apiKey.get(), timeout).compose(body -> {
       Object json;
       try {
-        json = Json.decodeValue(resp.body());
+        json = Json.decodeValue(body);
       } catch (RuntimeException notJson) {
         return Future.failedFuture(notJson);
       }

@@ -123,7 +123,7 @@ final class PlacementTable {
     this.settings = PlacementConfig.defaults().withPolicy(PlacementConfig.LEAST_RESERVED);
   }
 
-  /** @param clockMs wall clock of the readings (epoch ms): a reading long past its cadence is stale ({@link #stale}) */
+  /** @param clockMs wall clock of the readings (epoch ms): a reading older than its cadence and two intervals more is stale */
   PlacementTable(List<EngineConfig> engines, java.util.function.LongSupplier clockMs) {
     this.clockMs = clockMs;
     setEngines(engines);
@@ -169,6 +169,12 @@ final class PlacementTable {
     slots.putAll(kept);
   }
 
+  /** Whether the fleet lists {@code engine} as it is: this iid at this url, role and model (not removed, not re-pointed). */
+  synchronized boolean lists(EngineConfig engine) {
+    Slot slot = slots.get(engine.iid());
+    return slot != null && engine.equals(slot.engine);
+  }
+
   public synchronized void setState(String iid, EngineState state) {
     Slot slot = slots.get(iid);
     if (slot != null) slot.state = state;
@@ -184,7 +190,7 @@ final class PlacementTable {
    * ({@link narwhal.common.bus.LocalPlacement#room}): saturated when every serving engine of a phase that serves it had
    * {@code queueMax} queued by its last two readings (one reading can catch a queue full for a moment); room, per phase
    * the sum of {@code queueMax - queued} (at least 0), the smaller phase's.
-   * An engine whose reading failed, is stale ({@link #stale}) or missing leaves its phase unbounded.
+   * An engine whose reading failed, is stale (older than its cadence and two intervals more) or missing leaves its phase unbounded.
    */
   synchronized narwhal.common.bus.LocalPlacement.Room room(String model, int queueMax) {
     if (queueMax <= 0) return narwhal.common.bus.LocalPlacement.Room.UNBOUNDED;
@@ -211,23 +217,13 @@ final class PlacementTable {
     for (Slot s : slots.values()) {
       if (s.state != EngineState.SERVING || !permits(s.engine.role(), phase) || !s.serves(model)) continue;
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || stale(r, now)) return PhaseRoom.UNBOUNDED;
+      if (!fresh(r, now)) return PhaseRoom.UNBOUNDED;
       any = true;
       saturated &= Math.min(r.queued(), s.queuedBefore) >= queueMax;
       room += (long) Math.max(0, queueMax - r.queued());
       oldest = Math.min(oldest, r.readAtMs());
     }
     return any ? new PhaseRoom(room, saturated, oldest) : PhaseRoom.UNBOUNDED;
-  }
-
-  /**
-   * Whether a reading is too old to place by: two intervals past when it was due on its own cadence (three intervals
-   * for a busy engine). An idle engine's reading is due again only on its slowed cadence (up to
-   * {@code idle_metrics_interval_s}): judged by the interval alone, an idle engine was stale most of the time and
-   * placed as busier than the busiest, the opposite of what it is; a leg placed on it gets it read again at once.
-   */
-  private boolean stale(EngineLoad r, long now) {
-    return now - r.readAtMs() > settings.readingIntervalMs(r.idleReadings()) + 2 * settings.metricsIntervalMs();
   }
 
   /** A reading of an engine's load; a newer one restarts the count of legs sent since. */
@@ -538,7 +534,7 @@ final class PlacementTable {
     for (int i = 0; i < scores.length; i++) {
       Slot s = candidates.get(i);
       EngineLoad r = s.load;
-      if (r == null || !r.ok() || stale(r, now)) {
+      if (!fresh(r, now)) {
         scores[i] = Double.NaN;
         continue;
       }
@@ -559,6 +555,16 @@ final class PlacementTable {
       if (streak > 0) scores[i] = (scores[i] + 1) * (1 + 2.0 * streak / ejectAfter) - 1;
     }
     return scores;
+  }
+
+  /**
+   * Whether {@code r} is a reading placement goes by at {@code now}: one that did not fail, at most two intervals older
+   * than the engine's cadence when it was read (the configured interval; an idle engine's slower one). Three configured
+   * intervals for every reading made an idle engine, read every 2 to 8 intervals, unknown — busier than the busiest —
+   * for most of its slower interval: placement sent nothing to the fleet's idle engines between their readings.
+   */
+  private boolean fresh(EngineLoad r, long now) {
+    return r != null && r.ok() && now - r.readAtMs() <= settings.readingIntervalMs(r.idleReadings()) + 2 * settings.metricsIntervalMs();
   }
 
   /**

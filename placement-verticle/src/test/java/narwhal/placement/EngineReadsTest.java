@@ -245,6 +245,31 @@ class EngineReadsTest {
     });
   }
 
+  @Test
+  void aListingAnotherReplicaReadAtAnotherAddressIsNotTaken(Vertx vertx, VertxTestContext ctx) {
+    // B has not applied the reload that moved D1 yet (or its fleet file differs): its listing of D1 is of the old
+    // address. Taken, A sent requests naming that address's adapter to D1's new one until its next refresh.
+    withEngines(vertx, ctx, new JsonObject().put("models_refresh_s", 60), (fleet, config) -> {
+      PlacementTable table = table(config);
+      ModelListings listings = new ModelListings(vertx, () -> config, table, () -> "", REPLICA);
+      listings.arm();
+      until(vertx, () -> table.knows("sql-adapter")).compose(v -> {
+        BiConsumer<String, JsonObject> fromB = (iid, more) -> vertx.eventBus().publish(Addresses.PLACEMENT_LISTINGS,
+            ClusterSeal.of(vertx).seal(Addresses.PLACEMENT_LISTINGS, new JsonObject().put("origin", "placement-b").put("iid", iid)
+                .put("cards", new JsonArray().add(new JsonObject().put("id", MODEL)).add(more)).put("url",
+                    iid.equals("D1") ? "http://127.0.0.1:1/old-d1" : config.engine(iid).orElseThrow().url())));
+        fromB.accept("D1", new JsonObject().put("id", "old-adapter").put("parent", MODEL));
+        fromB.accept("D0", new JsonObject().put("id", "new-adapter").put("parent", MODEL));
+        return until(vertx, () -> table.knows("new-adapter"));
+      }).onComplete(ctx.succeeding(v -> ctx.verify(() -> {
+        assertFalse(table.knows("old-adapter"), "the old address's listing is not D1's");
+        assertTrue(table.knows("sql-adapter"), "D1 keeps its own listing");
+        listings.stop();
+        ctx.completeNow();
+      })));
+    });
+  }
+
   private static ClusterView view(String self, List<String> members) {
     return new ClusterView() {
       @Override
