@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -95,6 +96,38 @@ class ClusterPlacementTest {
           "B learned the placement on P1 (the same url on both) and not the one on A's P0");
       JsonObject onBsP0 = place(b, onOldP0, List.of());
       assertEquals("new_prefix", onBsP0.getString("reason"), "B's P0 (another engine) holds none of the prefix's blocks: " + onBsP0.encode());
+    }
+  }
+
+  @Test
+  void aReplicaNeverTakesAReadingOfAnEngineItHasAtAnotherUrl() throws Exception {
+    // B's fleet file has each engine at its partner's url (P0 and P1, D0 and D1 swapped): whatever the engines' owners,
+    // every reading one replica takes is of another engine than the other lists under that iid (a reload applied on
+    // one replica and not yet on the other, or fleet files that differ)
+    Map<String, String> partner = Map.of("P0", "P1", "P1", "P0", "D0", "D1", "D1", "D0");
+    try (ClusterHarness h = ClusterHarness.start(List.of("P0:prefill", "P1:prefill", "D0:decode", "D1:decode"), json -> json
+        .put("placement", new JsonObject().put("policy", "load").put("metrics_interval_s", 0.2).put("idle_metrics_interval_s", 0))
+        .put("recovery", new JsonObject().put("monitor_interval_s", 0.1).put("readmit_every", 100_000).put("liveness_every", 100_000)),
+        (iid, o) -> { })) {
+      JsonObject fleet = h.fleetJson();
+      io.vertx.core.json.JsonArray onB = new io.vertx.core.json.JsonArray();
+      for (Object o : fleet.getJsonArray("engines")) {
+        JsonObject engine = (JsonObject) o;
+        onB.add(engine.copy().put("url", h.engine(partner.get(engine.getString("iid"))).url()));
+      }
+      NarwhalNode a = start(h, fleet.copy());
+      NarwhalNode b = start(h, fleet.copy().put("engines", onB));
+      awaitReadings(h, List.of(a, b));
+      long mark = System.currentTimeMillis();
+      h.awaitTrue("five more intervals", 10_000, () -> Future.succeededFuture(System.currentTimeMillis() > mark + 1_000));
+      for (NarwhalNode node : List.of(a, b)) {
+        JsonObject state = state(node);
+        String self = state.getJsonObject("placement").getString("reader");
+        Set<String> held = readings(state);
+        assertEquals(4, held.size(), "a reading of every engine: " + held);
+        assertTrue(held.stream().allMatch(r -> r.endsWith("/" + self)), self + " holds only readings taken at the urls it "
+            + "lists (fails: it took the other replica's readings of the engines at the swapped urls): " + held);
+      }
     }
   }
 

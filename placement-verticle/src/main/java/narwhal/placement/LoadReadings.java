@@ -94,7 +94,7 @@ final class LoadReadings {
   private long timer = -1;
   private long sentTimer = -1;
   /** Readings taken and applied but not yet shared; the timer that shares them. */
-  private final List<EngineLoad> unshared = new ArrayList<>();
+  private final List<JsonObject> unshared = new ArrayList<>();
   private long shareTimer = -1;
   /** What this replica last published of its legs sent, and when; null before the first. */
   private Map<String, LegsSent.Count> lastSent;
@@ -255,7 +255,7 @@ final class LoadReadings {
           // a read of an entry a reload removed or re-pointed meanwhile is no reading of what the fleet now lists: taken,
           // a re-pointed engine carried its old address's figures, and a removed one's reading (in the shared map too)
           // and read counters came back
-          if (done.succeeded() && table.lists(engine)) taken(idleSince(known, done.result()));
+          if (done.succeeded() && table.lists(engine)) taken(engine, idleSince(known, done.result()));
         });
       }
     }
@@ -296,9 +296,9 @@ final class LoadReadings {
    * {@code metrics_timeout_s}) does not hold the others' back. Held back until the slowest answered, they reached the
    * backups after their next round, which read those engines beside their owner.
    */
-  private void taken(EngineLoad reading) {
+  private void taken(EngineConfig engine, EngineLoad reading) {
     table.applyLoad(reading);
-    unshared.add(reading);
+    unshared.add(reading.toJson().put("url", engine.url()));
     if (inFlight.isEmpty()) {
       vertx.cancelTimer(shareTimer);
       shareTimer = -1;
@@ -328,13 +328,16 @@ final class LoadReadings {
     });
   }
 
-  /** Writes to the shared map and publishes the readings taken since the last share. */
+  /**
+   * Writes to the shared map and publishes the readings taken since the last share, each with the url it was read at
+   * ({@link #ours}).
+   */
   private void share() {
     JsonArray readings = new JsonArray();
-    for (EngineLoad reading : unshared) {
-      readings.add(reading.toJson());
-      guard.<Void>execute(() -> this.<String>map(LOADS)
-          .compose(m -> m.put(reading.iid(), seal().seal(LOADS, reading.iid(), reading.toJson()).encode())));
+    for (JsonObject reading : unshared) {
+      readings.add(reading);
+      String iid = reading.getString("iid");
+      guard.<Void>execute(() -> this.<String>map(LOADS).compose(m -> m.put(iid, seal().seal(LOADS, iid, reading).encode())));
     }
     unshared.clear();
     if (readings.isEmpty() || !vertx.isClustered()) return;
@@ -349,7 +352,7 @@ final class LoadReadings {
     int n = 0;
     for (Object item : readings) {
       if (++n > MAX_READINGS_PER_MESSAGE || !(item instanceof JsonObject json)) break;
-      EngineLoad reading = bounded(EngineLoad.fromJson(json));
+      EngineLoad reading = ours(json);
       if (reading != null) table.applyLoad(reading);
     }
     applyHeard();
@@ -359,7 +362,7 @@ final class LoadReadings {
   private Future<Void> takeShared() {
     return guard.<Map<String, String>>execute(() -> this.<String>map(LOADS).compose(AsyncMap::entries)).map(entries -> {
       for (EngineConfig engine : config.get().engines()) {
-        EngineLoad shared = bounded(EngineLoad.fromJson(seal().openText(LOADS, engine.iid(), entries.get(engine.iid()))));
+        EngineLoad shared = ours(seal().openText(LOADS, engine.iid(), entries.get(engine.iid())));
         if (shared != null) table.applyLoad(shared);
       }
       return null;
@@ -456,7 +459,7 @@ final class LoadReadings {
     if (!catchingUp.add(iid)) return;
     guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(iid))).onComplete(ar -> {
       catchingUp.remove(iid);
-      EngineLoad shared = ar.succeeded() ? bounded(EngineLoad.fromJson(seal().openText(LOADS, iid, ar.result()))) : null;
+      EngineLoad shared = ar.succeeded() ? ours(seal().openText(LOADS, iid, ar.result())) : null;
       if (shared == null || !iid.equals(shared.iid())) return;
       table.applyLoad(shared);
       applyHeard();
@@ -489,6 +492,19 @@ final class LoadReadings {
 
   private <V> Future<AsyncMap<String, V>> map(String name) {
     return data.getAsyncMap(name);
+  }
+
+  /**
+   * Another replica's reading, or null when it is none of this replica's engines as it lists them: read at another url
+   * than this replica has for the engine (a replica that has not applied a reload re-pointing it yet, or fleet files
+   * that differ: its figures are another engine's), or forged ahead of the clock ({@link #bounded}). A reading that
+   * names no url (a build before readings carried one) is taken.
+   */
+  private EngineLoad ours(JsonObject json) {
+    if (json == null) return null;
+    String url = json.getValue("url") instanceof String u ? u : null;
+    if (url != null && !url.equals(table.url(json.getString("iid", "")))) return null;
+    return bounded(EngineLoad.fromJson(json));
   }
 
   /**
