@@ -330,7 +330,7 @@ final class LoadReadings {
 
   /**
    * Writes to the shared map and publishes the readings taken since the last share, each with the url it was read at
-   * ({@link #ours}).
+   * ({@link #asListed}).
    */
   private void share() {
     JsonArray readings = new JsonArray();
@@ -352,7 +352,7 @@ final class LoadReadings {
     int n = 0;
     for (Object item : readings) {
       if (++n > MAX_READINGS_PER_MESSAGE || !(item instanceof JsonObject json)) break;
-      EngineLoad reading = ours(json);
+      EngineLoad reading = asListed(json);
       if (reading != null) table.applyLoad(reading);
     }
     applyHeard();
@@ -362,7 +362,7 @@ final class LoadReadings {
   private Future<Void> takeShared() {
     return guard.<Map<String, String>>execute(() -> this.<String>map(LOADS).compose(AsyncMap::entries)).map(entries -> {
       for (EngineConfig engine : config.get().engines()) {
-        EngineLoad shared = ours(seal().openText(LOADS, engine.iid(), entries.get(engine.iid())));
+        EngineLoad shared = asListed(seal().openText(LOADS, engine.iid(), entries.get(engine.iid())));
         if (shared != null) table.applyLoad(shared);
       }
       return null;
@@ -459,7 +459,7 @@ final class LoadReadings {
     if (!catchingUp.add(iid)) return;
     guard.<String>execute(() -> this.<String>map(LOADS).compose(m -> m.get(iid))).onComplete(ar -> {
       catchingUp.remove(iid);
-      EngineLoad shared = ar.succeeded() ? ours(seal().openText(LOADS, iid, ar.result())) : null;
+      EngineLoad shared = ar.succeeded() ? asListed(seal().openText(LOADS, iid, ar.result())) : null;
       if (shared == null || !iid.equals(shared.iid())) return;
       table.applyLoad(shared);
       applyHeard();
@@ -500,7 +500,7 @@ final class LoadReadings {
    * that differ: its figures are another engine's), or forged ahead of the clock ({@link #bounded}). A reading that
    * names no url (a build before readings carried one) is taken.
    */
-  private EngineLoad ours(JsonObject json) {
+  private EngineLoad asListed(JsonObject json) {
     if (json == null) return null;
     String url = json.getValue("url") instanceof String u ? u : null;
     if (url != null && !url.equals(table.url(json.getString("iid", "")))) return null;
