@@ -277,8 +277,7 @@ final class LoadReadings {
    * this backup first saw the leg or in the next; the backup waits its rank's half intervals from the round after that.
    */
   private boolean ownersTurn(String iid, EngineLoad known, long age, int rank, long now, long half) {
-    long slowed = config.get().placement().readingIntervalMs(known.idleReadings()) - config.get().placement().metricsIntervalMs() / 4;
-    if (known.idleReadings() == 0 || age >= slowed + rank * half) {
+    if (known.idleReadings() == 0 || age >= dueAfter(known.idleReadings()) + rank * half) {
       woken.remove(iid);
       return false;
     }
@@ -376,8 +375,12 @@ final class LoadReadings {
    * owner on its round, and the backups, who wait as much more, do not read beside an owner that slipped a round.
    */
   private long due(EngineLoad reading) {
-    int idle = table.legSince(reading.iid(), reading.readAtMs()) ? 0 : reading.idleReadings();
-    return config.get().placement().readingIntervalMs(idle) - config.get().placement().metricsIntervalMs() / 4;
+    return dueAfter(table.legSince(reading.iid(), reading.readAtMs()) ? 0 : reading.idleReadings());
+  }
+
+  /** How old a reading taken after {@code idleReadings} idle ones in a row may get: its cadence less a quarter interval. */
+  private long dueAfter(int idleReadings) {
+    return config.get().placement().readingIntervalMs(idleReadings) - config.get().placement().metricsIntervalMs() / 4;
   }
 
   /**

@@ -169,13 +169,13 @@ final class PlacementTable {
     slots.putAll(kept);
   }
 
-  /** Whether the fleet lists {@code engine} as it is: this iid at this url, role and model (not removed, not re-pointed). */
   /** The url the fleet lists {@code iid} at; null for an engine it does not list. */
   synchronized String url(String iid) {
     Slot slot = slots.get(iid);
     return slot == null ? null : slot.engine.url();
   }
 
+  /** Whether the fleet lists {@code engine} as it is: this iid at this url, role and model (not removed, not re-pointed). */
   synchronized boolean lists(EngineConfig engine) {
     Slot slot = slots.get(engine.iid());
     return slot != null && engine.equals(slot.engine);

@@ -2,7 +2,6 @@ package narwhal.placement;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vertx.core.Future;
-import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -18,8 +17,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
 
+import static narwhal.placement.Await.until;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -46,17 +45,6 @@ class IdleCadenceTest {
     String body = "vllm:num_requests_running " + running + "\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0.1\n";
     return engines.createHttpServer().requestHandler(r -> r.response().end(body)).listen(0, "127.0.0.1")
         .map(server -> "http://127.0.0.1:" + server.actualPort());
-  }
-
-  private static Future<Void> until(Vertx vertx, Supplier<Boolean> condition) {
-    Promise<Void> held = Promise.promise();
-    vertx.setPeriodic(0, 5, id -> {
-      if (condition.get()) {
-        vertx.cancelTimer(id);
-        held.tryComplete();
-      }
-    });
-    return held.future();
   }
 
   private static EngineLoad load(PlacementTable table, String iid) {

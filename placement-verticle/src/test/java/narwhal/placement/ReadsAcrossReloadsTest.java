@@ -23,8 +23,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Supplier;
 
+import static narwhal.placement.Await.until;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -120,18 +120,6 @@ class ReadsAcrossReloadsTest {
 
   private static EngineLoad load(PlacementTable table, String iid) {
     return table.view().stream().filter(v -> v.iid().equals(iid)).findFirst().map(PlacementTable.EngineView::load).orElse(null);
-  }
-
-  /** Completes once {@code condition} holds, checked every 10 ms (the test's timeout fails it if it never does). */
-  private static Future<Void> until(Vertx vertx, Supplier<Boolean> condition) {
-    Promise<Void> held = Promise.promise();
-    vertx.setPeriodic(0, 10, id -> {
-      if (condition.get()) {
-        vertx.cancelTimer(id);
-        held.tryComplete();
-      }
-    });
-    return held.future();
   }
 
   @Test
